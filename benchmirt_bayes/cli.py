@@ -1,0 +1,172 @@
+"""The ``benchmirt`` command line: a thin layer over the Python API."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+EPILOG = """examples:
+  benchmirt demo --out demo_output                 simulate, fit (ADVI), write a report folder
+  benchmirt simulate --scale 1.0 --out data/benchmirt_simulated.nc
+  benchmirt info responses.csv --item-metadata items.csv
+  benchmirt fit data/benchmirt_simulated.nc --dims 2 --method advi --out fit.nc
+  benchmirt report fit.nc --out report/
+  benchmirt specs                                  list the model specs in models/
+"""
+
+
+def _add_data_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("data", help="responses: .nc (ResponseMatrix), CSV/Parquet, .jsonl, or a "
+                        "folder of lm-evaluation-harness logs")
+    parser.add_argument("--format", default="auto",
+                        choices=["auto", "long", "wide", "wide_items", "pyirt", "lm_eval"])
+    parser.add_argument("--item-metadata", default=None, help="item metadata table")
+    parser.add_argument("--benchmark", default=None, help="single benchmark name for all items")
+    parser.add_argument("--binarize", type=float, default=None,
+                        help="threshold for continuous scores (score >= T is 1)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation and tests)."""
+    parser = argparse.ArgumentParser(
+        prog="benchmirt",
+        description="Bayesian multidimensional IRT audits of LLM benchmarks, item by item.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="simulate reduced BenchMIRT data, fit it, write a report")
+    demo.add_argument("--out", default="demo_output", help="output folder")
+    demo.add_argument("--scale", type=float, default=0.03, help="share of the 34k items to simulate")
+    demo.add_argument("--method", default="advi", choices=["nuts", "advi", "map"])
+    demo.add_argument("--seed", type=int, default=1)
+
+    sim = sub.add_parser("simulate", help="write the built-in simulated data set")
+    sim.add_argument("--scale", type=float, default=1.0)
+    sim.add_argument("--llms", type=int, default=100)
+    sim.add_argument("--seed", type=int, default=20260301)
+    sim.add_argument("--out", required=True, help="output .nc file")
+
+    info = sub.add_parser("info", help="summarise a response data set")
+    _add_data_args(info)
+
+    fit = sub.add_parser("fit", help="fit the hierarchical MIRT model")
+    _add_data_args(fit)
+    fit.add_argument("--dims", type=int, default=2)
+    fit.add_argument("--method", default="advi", choices=["nuts", "advi", "fullrank_advi", "map"])
+    fit.add_argument("--sampler", default="nutpie", choices=["nutpie", "numpyro", "pymc"])
+    fit.add_argument("--draws", type=int, default=1000)
+    fit.add_argument("--tune", type=int, default=1000)
+    fit.add_argument("--chains", type=int, default=4)
+    fit.add_argument("--restarts", type=int, default=1)
+    fit.add_argument("--spec", default=None, help="model spec name or .toml path")
+    fit.add_argument("--seed", type=int, default=None)
+    fit.add_argument("--out", required=True, help="output .nc or .zarr")
+
+    report = sub.add_parser("report", help="write an HTML trace report for a fit")
+    report.add_argument("fit", help="a fit written by 'benchmirt fit'")
+    report.add_argument("--out", required=True, help="output folder")
+
+    sub.add_parser("specs", help="list the model specs shipped in models/")
+    return parser
+
+
+def _load_data(args: argparse.Namespace):
+    from benchmirt_bayes.datasets import read_response_netcdf
+    from benchmirt_bayes.loaders import load_responses
+
+    path = Path(args.data)
+    if path.suffix == ".nc":
+        return read_response_netcdf(path)
+    return load_responses(path, format=args.format, item_metadata=args.item_metadata,
+                          benchmark=args.benchmark, binarize=args.binarize)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``benchmirt`` command."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    from benchmirt_bayes.errors import PosteriorFileError, ResponseDataError
+
+    try:
+        return _COMMANDS[args.command](args)
+    except (ResponseDataError, PosteriorFileError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from benchmirt_bayes.demo import run_demo
+
+    folder = run_demo(Path(args.out), scale=args.scale, method=args.method, seed=args.seed)
+    print(f"report written to {folder / 'index.html'}")
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from benchmirt_bayes.datasets import write_simulated
+
+    path = write_simulated(Path(args.out), scale=args.scale, n_llms=args.llms, seed=args.seed)
+    print(f"wrote {path}")
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    responses = _load_data(args)
+    print(responses)
+    print(responses.summary().to_string())
+    return 0
+
+
+def _fit(args: argparse.Namespace) -> int:
+    from benchmirt_bayes.inference import fit_posterior
+    from benchmirt_bayes.io import save_posterior
+
+    responses = _load_data(args)
+    print(f"fitting {responses} with {args.dims} dimension(s), method={args.method}")
+    start = time.perf_counter()
+    fit = fit_posterior(responses, args.dims, method=args.method, sampler=args.sampler,
+                        draws=args.draws, tune=args.tune, chains=args.chains,
+                        restarts=args.restarts, spec=args.spec, random_seed=args.seed)
+    save_posterior(fit, args.out)
+    print(f"done in {time.perf_counter() - start:.1f} s; posterior written to {args.out}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from benchmirt_bayes.io import load_posterior
+    from benchmirt_bayes.report import write_report
+
+    fit = load_posterior(args.fit)
+    page = write_report(fit, Path(args.out))
+    print(f"report written to {page}")
+    return 0
+
+
+def _specs(args: argparse.Namespace) -> int:
+    from benchmirt_bayes.spec import available_specs, load_spec
+
+    for name in available_specs():
+        print(f"{name:32s} {load_spec(name).description}")
+    return 0
+
+
+_COMMANDS = {
+    "demo": _demo,
+    "simulate": _simulate,
+    "info": _info,
+    "fit": _fit,
+    "report": _report,
+    "specs": _specs,
+}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,239 @@
+"""`check_convergence`: is a fitted posterior trustworthy? (on identified quantities)."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+import arviz as az
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+DEFAULT_VARIABLES = (
+    "ability",
+    "loading",
+    "intercept",
+    "benchmark_loading_mean",
+    "benchmark_loading_spread",
+    "benchmark_intercept_mean",
+    "benchmark_intercept_spread",
+)
+
+
+@dataclass
+class ConvergenceReport:
+    """Outcome of :func:`check_convergence`.
+
+    Attributes
+    ----------
+    ok
+        True when every check passed.
+    method
+        The fit's method (``nuts``, ``advi``, ...).
+    table
+        One row per variable: worst R-hat, lowest bulk and tail ESS, and how
+        many elements fail (NUTS); or the ELBO record (ADVI).
+    sampler_checks
+        Divergences, tree-depth saturation, E-BFMI (NUTS) or ELBO change (ADVI).
+    messages
+        Plain-language findings, worst first.
+
+    """
+
+    ok: bool
+    method: str
+    table: pd.DataFrame
+    sampler_checks: dict[str, float] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        verdict = "OK" if self.ok else "PROBLEMS FOUND"
+        lines = [f"Convergence ({self.method}): {verdict}", *[f"  - {m}" for m in self.messages]]
+        return "\n".join(lines) + "\n" + self.table.to_string()
+
+    def _repr_html_(self) -> str:
+        colour = "#1a7f37" if self.ok else "#b42318"
+        verdict = "OK" if self.ok else "problems found"
+        items = "".join(f"<li>{html.escape(m)}</li>" for m in self.messages)
+        return (
+            f"<div><b style='color:{colour}'>Convergence ({self.method}): {verdict}</b>"
+            f"<ul>{items}</ul>{self.table.to_html(float_format=lambda v: f'{v:.3g}')}</div>"
+        )
+
+
+def check_convergence(
+    posterior: xr.DataTree,
+    *,
+    var_names: tuple[str, ...] | None = None,
+    rhat_max: float = 1.01,
+    ess_bulk_min: float = 400,
+    ess_tail_min: float = 400,
+    max_divergences: int = 0,
+    max_treedepth_share: float = 0.05,
+    bfmi_min: float = 0.3,
+    elbo_tolerance: float | None = None,
+) -> ConvergenceReport:
+    """Check convergence of an identified posterior from :func:`fit_posterior`.
+
+    Parameters
+    ----------
+    posterior
+        The fit.
+    var_names
+        Variables to check (default: abilities, loadings, intercepts and the
+        benchmark hyperparameters).
+    rhat_max, ess_bulk_min, ess_tail_min
+        Thresholds on rank-normalised split R-hat and bulk / tail ESS.
+    max_divergences, max_treedepth_share, bfmi_min
+        NUTS sampler thresholds.
+    elbo_tolerance
+        ADVI: largest acceptable relative ELBO change over the last window
+        (default: the tolerance the fit used).
+
+    Returns
+    -------
+    ConvergenceReport
+
+    """
+    method = posterior.attrs.get("benchmirt_method", "nuts")
+    names = [v for v in (var_names or DEFAULT_VARIABLES) if v in posterior["posterior"]]
+    if method in ("advi", "fullrank_advi"):
+        return _check_advi(posterior, elbo_tolerance)
+    if method == "map":
+        table = pd.DataFrame({"note": ["a MAP fit is one point: no convergence diagnostics"]})
+        return ConvergenceReport(
+            True, method, table,
+            messages=["MAP gives a point estimate only; use method='nuts' for uncertainty"],
+        )
+    return _check_nuts(posterior, names, rhat_max, ess_bulk_min, ess_tail_min, max_divergences,
+                       max_treedepth_share, bfmi_min)
+
+
+def _check_nuts(
+    posterior: xr.DataTree,
+    names: list[str],
+    rhat_max: float,
+    ess_bulk_min: float,
+    ess_tail_min: float,
+    max_divergences: int,
+    max_treedepth_share: float,
+    bfmi_min: float,
+) -> ConvergenceReport:
+    post = posterior["posterior"].to_dataset()[names]
+    if post.sizes["chain"] < 2:
+        raise ValueError("R-hat needs at least 2 chains; refit with chains >= 2")
+    rhat = az.rhat(post)
+    ess_bulk = az.ess(post, method="bulk")
+    ess_tail = az.ess(post, method="tail")
+    rows = []
+    for name in names:
+        r, b, t = rhat[name].values, ess_bulk[name].values, ess_tail[name].values
+        failing = (r > rhat_max) | (b < ess_bulk_min) | (t < ess_tail_min)
+        rows.append({
+            "variable": name,
+            "elements": r.size,
+            "max_rhat": float(np.nanmax(r)),
+            "min_ess_bulk": float(np.nanmin(b)),
+            "min_ess_tail": float(np.nanmin(t)),
+            "failing": int(failing.sum()),
+        })
+    table = pd.DataFrame(rows).set_index("variable")
+    messages, ok = [], True
+    worst_rhat = table["max_rhat"].max()
+    if worst_rhat > rhat_max:
+        ok = False
+        messages.append(
+            f"R-hat up to {worst_rhat:.3f} (> {rhat_max}): chains disagree; run longer, "
+            "check the restarts with check_stability, or reparameterise"
+        )
+    low_bulk = table["min_ess_bulk"].min()
+    if low_bulk < ess_bulk_min:
+        ok = False
+        messages.append(f"bulk ESS as low as {low_bulk:.0f} (< {ess_bulk_min}): draw more")
+    low_tail = table["min_ess_tail"].min()
+    if low_tail < ess_tail_min:
+        ok = False
+        messages.append(f"tail ESS as low as {low_tail:.0f} (< {ess_tail_min}): intervals unreliable")
+    checks = sampler_checks(posterior)
+    if checks.get("divergences", 0) > max_divergences:
+        ok = False
+        messages.append(
+            f"{int(checks['divergences'])} divergent transitions: the posterior has regions NUTS "
+            "cannot explore; raise target_accept or reparameterise"
+        )
+    if checks.get("treedepth_share", 0) > max_treedepth_share:
+        ok = False
+        messages.append(
+            f"{checks['treedepth_share']:.1%} of draws hit the maximum tree depth: "
+            "trajectories are truncated (poor geometry)"
+        )
+    if checks.get("min_bfmi", np.inf) < bfmi_min:
+        ok = False
+        messages.append(
+            f"E-BFMI {checks['min_bfmi']:.2f} (< {bfmi_min}): momentum resampling explores "
+            "energy poorly (heavy tails or funnels)"
+        )
+    if ok:
+        messages.append(
+            f"all {int(table['elements'].sum())} checked quantities have R-hat ≤ {rhat_max} and "
+            f"ESS ≥ {ess_bulk_min}; no sampler warnings"
+        )
+    return ConvergenceReport(ok, "nuts", table, checks, messages)
+
+
+def sampler_checks(posterior: xr.DataTree) -> dict[str, float]:
+    """Divergences, share of draws at maximum tree depth, and the lowest per-chain E-BFMI."""
+    stats = posterior["sample_stats"].to_dataset()
+    checks: dict[str, float] = {}
+    for name in ("diverging", "divergent"):
+        if name in stats:
+            checks["divergences"] = float(stats[name].sum())
+            break
+    for name in ("maxdepth_reached", "reached_max_treedepth"):
+        if name in stats:
+            checks["treedepth_share"] = float(stats[name].mean())
+            break
+    if "energy" in stats:
+        energy = stats["energy"].transpose("chain", "draw").values
+        numerator = np.square(np.diff(energy, axis=1)).mean(axis=1)
+        checks["min_bfmi"] = float(np.min(numerator / energy.var(axis=1)))
+    return checks
+
+
+def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceReport:
+    elbo = posterior["elbo"].to_dataset()
+    rows, messages, ok = [], [], True
+    for restart in elbo["restart"].values:
+        record = elbo["elbo"].sel(restart=restart).dropna("step").values
+        window = int(elbo.attrs.get("window", 200))
+        tol = tolerance if tolerance is not None else float(elbo.attrs.get("tolerance", 1e-3))
+        change = relative_elbo_change(record, window)
+        fired = bool(elbo.attrs.get("stopping_rule_fired", 0)) if elbo.sizes["restart"] == 1 \
+            else bool(np.isfinite(change) and change < tol)
+        rows.append({"restart": int(restart), "steps": record.size, "final_elbo": record[-1],
+                     "relative_change_last_window": change, "stopping_rule_fired": fired})
+        if not np.isfinite(change) or change > tol:
+            ok = False
+            messages.append(
+                f"restart {restart}: ELBO still moving (relative change {change:.2e} > {tol}); "
+                "raise advi_max_steps"
+            )
+    if ok:
+        messages.append("ELBO converged in every restart (relative change below tolerance)")
+    messages.append(
+        "ADVI is an approximation: mean-field ADVI understates posterior spread; confirm key "
+        "results with NUTS"
+    )
+    table = pd.DataFrame(rows).set_index("restart")
+    return ConvergenceReport(ok, posterior.attrs.get("benchmirt_method", "advi"), table,
+                             {"min_relative_change": float(table["relative_change_last_window"].min())},
+                             messages)
+
+
+def relative_elbo_change(elbo: np.ndarray, window: int) -> float:
+    """Relative change of the mean ELBO between the last two windows (NaN if too short)."""
+    if elbo.size < 2 * window:
+        return float("nan")
+    last, previous = elbo[-window:].mean(), elbo[-2 * window:-window].mean()
+    return float(abs(last - previous) / max(abs(last), 1e-12))

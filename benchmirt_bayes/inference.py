@@ -1,0 +1,507 @@
+"""`fit_posterior`: one entry point for NUTS, ADVI and MAP, always returning the same DataTree."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import json
+import os
+import platform
+import time
+from collections.abc import Mapping
+from concurrent.futures import Executor
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pymc as pm
+import xarray as xr
+
+from benchmirt_bayes.advi import run_advi
+from benchmirt_bayes.errors import MissingExtraError
+from benchmirt_bayes.identification import alignment_rotations
+from benchmirt_bayes.model import build_model
+from benchmirt_bayes.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
+from benchmirt_bayes.spec import ModelSpec, load_spec
+
+Method = Literal["nuts", "advi", "fullrank_advi", "map"]
+Sampler = Literal["nutpie", "numpyro", "pymc"]
+SAMPLE_DIMS = ("chain", "draw")
+KEPT_VARIABLES = (
+    "ability",
+    "loading",
+    "intercept",
+    "benchmark_loading_mean",
+    "benchmark_loading_spread",
+    "benchmark_intercept_mean",
+    "benchmark_intercept_spread",
+    "subgroup_intercept_offset",
+    "ability_correlation",
+)
+ROTATED_VARIABLES = ("ability", "loading", "benchmark_loading_mean")
+SIGN_CONVENTION = (
+    "dimensions ordered by sum of squared loadings (largest first); each dimension's sign makes "
+    "the mean loading of the items that load mainly on it positive: positive ability = better "
+    "on the items (and benchmarks) that define the dimension"
+)
+_SAMPLER_EXTRAS = {"nutpie": ("nutpie", "nutpie"), "numpyro": ("numpyro", "jax")}
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """Everything besides the data and the seed that determines a fit (stored in attrs)."""
+
+    n_dims: int
+    method: str
+    sampler: str
+    draws: int
+    tune: int
+    chains: int
+    spec_json: str
+    target_accept: float = 0.9
+    advi_max_steps: int = 20000
+    advi_tolerance: float = 1e-3
+    advi_learning_rate: float = 0.02
+    advi_window: int = 200
+
+    @property
+    def spec(self) -> ModelSpec:
+        """The model spec."""
+        return ModelSpec.from_json(self.spec_json)
+
+
+@dataclass
+class RawFit:
+    """One fit before identification: raw posterior, sample stats, ELBO record."""
+
+    posterior: xr.Dataset
+    sample_stats: xr.Dataset
+    elbo: xr.Dataset | None
+    seconds: float
+    seed: int
+
+
+def fit_posterior(
+    responses: ResponseMatrix,
+    n_dims: int = 2,
+    *,
+    method: Method = "nuts",
+    sampler: Sampler = "nutpie",
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    restarts: int = 1,
+    random_seed: int | None = None,
+    spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
+    progressbar: bool = True,
+    target_accept: float = 0.9,
+    advi_max_steps: int = 20000,
+    advi_tolerance: float = 1e-3,
+    advi_learning_rate: float = 0.02,
+    executor: Executor | None = None,
+    restart_dir: str | Path | None = None,
+) -> xr.DataTree:
+    """Fit the hierarchical MIRT model and return an identified posterior.
+
+    Parameters
+    ----------
+    responses
+        The data.
+    n_dims
+        Number of latent dimensions.
+    method
+        ``"nuts"`` (full MCMC), ``"advi"`` (mean-field), ``"fullrank_advi"`` or
+        ``"map"`` (one point, stored as a single draw).
+    sampler
+        NUTS back end: ``"nutpie"`` (default), ``"numpyro"`` or ``"pymc"``. A
+        missing back end raises an error naming the extra to install; there is
+        no silent fallback.
+    draws, tune, chains
+        NUTS draws and tuning steps per chain, and chains per restart. For
+        ADVI, ``draws`` is the number of draws taken from the approximation
+        (one chain per restart).
+    restarts
+        Independent fits with different seeds and initialisations; their
+        chains are concatenated (coordinate ``restart`` on ``chain``) so that
+        :func:`benchmirt_bayes.check_stability` can compare them.
+    random_seed
+        Seed of everything; ``None`` draws one from the OS and stores it, so
+        every fit is reproducible from its attrs.
+    spec
+        Priors and structure (see :mod:`benchmirt_bayes.spec`).
+    progressbar
+        Show progress of sampling or optimisation.
+    target_accept
+        NUTS target acceptance rate.
+    advi_max_steps, advi_tolerance, advi_learning_rate
+        ADVI step budget, relative-ELBO stopping tolerance and Adam rate.
+    executor
+        A ``concurrent.futures.Executor`` to run restarts on; default: in this
+        process, one after another.
+    restart_dir
+        Folder where every restart is saved as it finishes; a rerun with the
+        same settings and seed loads finished restarts instead of refitting.
+
+    Returns
+    -------
+    xarray.DataTree
+        Groups ``posterior`` (``ability (chain, draw, llm, dimension)``,
+        ``loading (…, item, dimension)``, ``intercept``, ``difficulty``,
+        ``mdisc`` and hyperparameters, all identified), ``sample_stats``,
+        ``observed_data`` (the response matrix with item metadata), ``elbo``
+        (ADVI only) and attrs with the spec, data hash, seeds, versions and
+        method.
+
+    Examples
+    --------
+    >>> from benchmirt_bayes import simulate_benchmirt, fit_posterior
+    >>> sim = simulate_benchmirt(scale=0.02, n_llms=40)
+    >>> fit = fit_posterior(sim.responses, n_dims=2, method="advi", random_seed=1)  # doctest: +SKIP
+
+    """
+    if not isinstance(responses, ResponseMatrix):
+        raise TypeError(f"responses must be a ResponseMatrix, got {type(responses).__name__}")
+    if method not in Method.__args__:
+        raise ValueError(f"method must be one of {Method.__args__}, got {method!r}")
+    if sampler not in Sampler.__args__:
+        raise ValueError(f"sampler must be one of {Sampler.__args__}, got {sampler!r}")
+    for name, value in (("draws", draws), ("chains", chains), ("restarts", restarts)):
+        if not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if method == "nuts":
+        require_sampler(sampler)
+    if random_seed is None:
+        random_seed = int(np.random.SeedSequence().generate_state(1)[0])
+    spec_obj = load_spec(spec)
+    settings = FitSettings(
+        n_dims=int(n_dims),
+        method=method,
+        sampler=sampler if method == "nuts" else "none",
+        draws=int(draws) if method != "map" else 1,
+        tune=int(tune) if method == "nuts" else 0,
+        chains=int(chains) if method == "nuts" else 1,
+        spec_json=spec_obj.to_json(),
+        target_accept=target_accept,
+        advi_max_steps=advi_max_steps,
+        advi_tolerance=advi_tolerance,
+        advi_learning_rate=advi_learning_rate,
+    )
+    build_model(responses, settings.n_dims, spec=spec_obj)  # fail fast on bad settings
+    seeds = restart_seeds(random_seed, restarts)
+    raw_fits = run_restarts(responses, settings, seeds, progressbar, executor, restart_dir)
+    return assemble_posterior(responses, settings, raw_fits, random_seed)
+
+
+def restart_seeds(random_seed: int, restarts: int) -> list[int]:
+    """Independent per-restart seeds derived from one seed (restart 0 uses ``random_seed``)."""
+    children = np.random.SeedSequence(random_seed).spawn(max(restarts - 1, 0))
+    return [int(random_seed)] + [int(c.generate_state(1)[0]) for c in children]
+
+
+def require_sampler(sampler: str) -> None:
+    """Raise :class:`MissingExtraError` if a NUTS back end is not installed."""
+    if sampler in _SAMPLER_EXTRAS:
+        package, extra = _SAMPLER_EXTRAS[sampler]
+        try:
+            importlib.import_module(package)
+        except ImportError:
+            raise MissingExtraError(package, extra, f"sampler={sampler!r}") from None
+
+
+# ------------------------------------------------------------------ restarts
+def run_restarts(
+    responses: ResponseMatrix,
+    settings: FitSettings,
+    seeds: list[int],
+    progressbar: bool,
+    executor: Executor | None,
+    restart_dir: str | Path | None,
+) -> list[RawFit]:
+    """Run (or load) one raw fit per seed, saving each as it finishes."""
+    folder = Path(restart_dir) if restart_dir is not None else None
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    data_hash = responses.data_hash()
+    results: dict[int, RawFit] = {}
+    pending = []
+    for index, seed in enumerate(seeds):
+        path = None if folder is None else folder / f"restart_{index:03d}_seed_{seed}.nc"
+        cached = _load_raw(path, settings, data_hash) if path is not None else None
+        if cached is not None:
+            results[index] = cached
+        else:
+            pending.append((index, seed, path))
+    if executor is None:
+        for index, seed, path in pending:
+            results[index] = _fit_and_store(responses, settings, seed, progressbar, path, data_hash)
+    else:
+        futures = {
+            executor.submit(_fit_and_store, responses, settings, seed, False, path, data_hash): index
+            for index, seed, path in pending
+        }
+        for future, index in futures.items():
+            results[index] = future.result()
+    return [results[i] for i in range(len(seeds))]
+
+
+def _fit_and_store(
+    responses: ResponseMatrix,
+    settings: FitSettings,
+    seed: int,
+    progressbar: bool,
+    path: Path | None,
+    data_hash: str,
+) -> RawFit:
+    raw = fit_once(responses, settings, seed, progressbar)
+    if path is not None:
+        _store_raw(raw, path, settings, data_hash)
+    return raw
+
+
+def _store_raw(raw: RawFit, path: Path, settings: FitSettings, data_hash: str) -> None:
+    groups = {"posterior": raw.posterior, "sample_stats": raw.sample_stats}
+    if raw.elbo is not None:
+        groups["elbo"] = raw.elbo
+    tree = xr.DataTree.from_dict(groups)
+    tree.attrs = {
+        "settings": json.dumps(asdict(settings), sort_keys=True),
+        "data_hash": data_hash,
+        "seed": raw.seed,
+        "seconds": raw.seconds,
+    }
+    partial = path.with_suffix(".partial")
+    tree.to_netcdf(partial, engine="h5netcdf")
+    partial.replace(path)  # only complete files carry the final name
+
+
+def _load_raw(path: Path, settings: FitSettings, data_hash: str) -> RawFit | None:
+    if not path.exists():
+        return None
+    tree = xr.open_datatree(path, engine="h5netcdf").load()
+    same = (
+        tree.attrs.get("settings") == json.dumps(asdict(settings), sort_keys=True)
+        and tree.attrs.get("data_hash") == data_hash
+    )
+    if not same:
+        return None
+    elbo = tree["elbo"].to_dataset() if "elbo" in tree.children else None
+    return RawFit(
+        tree["posterior"].to_dataset(),
+        tree["sample_stats"].to_dataset(),
+        elbo,
+        float(tree.attrs["seconds"]),
+        int(tree.attrs["seed"]),
+    )
+
+
+# ------------------------------------------------------------------ one fit
+def fit_once(
+    responses: ResponseMatrix, settings: FitSettings, seed: int, progressbar: bool = False
+) -> RawFit:
+    """One fit with one seed, before identification (runs in worker processes too)."""
+    model = build_model(responses, settings.n_dims, spec=settings.spec)
+    start = time.perf_counter()
+    elbo = None
+    if settings.method == "nuts":
+        posterior, stats = _run_nuts(model, settings, seed, progressbar)
+    elif settings.method in ("advi", "fullrank_advi"):
+        result = run_advi(
+            model,
+            method=settings.method,
+            draws=settings.draws,
+            max_steps=settings.advi_max_steps,
+            tolerance=settings.advi_tolerance,
+            learning_rate=settings.advi_learning_rate,
+            window=settings.advi_window,
+            random_seed=seed,
+            progressbar=progressbar,
+        )
+        posterior, elbo = result.posterior, result.elbo
+        stats = xr.Dataset(coords={"chain": [0], "draw": np.arange(settings.draws)})
+    else:
+        posterior = _run_map(model, seed, progressbar)
+        stats = xr.Dataset(coords={"chain": [0], "draw": [0]})
+    seconds = time.perf_counter() - start
+    keep = [v for v in KEPT_VARIABLES if v in posterior]
+    return RawFit(_drop_attrs(posterior[keep]), _drop_attrs(stats), elbo, seconds, seed)
+
+
+def _drop_attrs(ds: xr.Dataset) -> xr.Dataset:
+    ds = ds.copy()
+    ds.attrs = {}
+    return ds
+
+
+def _run_nuts(
+    model: pm.Model, settings: FitSettings, seed: int, progressbar: bool
+) -> tuple[xr.Dataset, xr.Dataset]:
+    kwargs: dict[str, Any] = {}
+    if settings.sampler == "numpyro":
+        kwargs["nuts_sampler_kwargs"] = {"chain_method": "vectorized"}
+    with model:
+        tree = pm.sample(
+            draws=settings.draws,
+            tune=settings.tune,
+            chains=settings.chains,
+            cores=min(settings.chains, os.cpu_count() or 1),
+            random_seed=seed,
+            nuts_sampler=settings.sampler,
+            target_accept=settings.target_accept,
+            progressbar=progressbar,
+            compute_convergence_checks=False,
+            **kwargs,
+        )
+    return tree["posterior"].to_dataset(), tree["sample_stats"].to_dataset()
+
+
+def _run_map(model: pm.Model, seed: int, progressbar: bool) -> xr.Dataset:
+    with model:
+        point = pm.find_MAP(random_seed=seed, progressbar=progressbar, jitter=True)
+    variables = {}
+    for name in KEPT_VARIABLES:
+        if name in point:
+            dims = model.named_vars_to_dims.get(name, ())
+            variables[name] = (("chain", "draw", *dims), np.asarray(point[name])[None, None])
+    coords = {k: np.asarray(v) for k, v in model.coords.items() if k != "cell"}
+    return xr.Dataset(variables, coords={"chain": [0], "draw": [0], **coords})
+
+
+# ---------------------------------------------------------- identification
+def identify_posterior(
+    posterior: xr.Dataset, *, rotate: bool, reference: np.ndarray | None = None
+) -> xr.Dataset:
+    """Apply per-draw orthogonal alignment (see :mod:`benchmirt_bayes.identification`).
+
+    Abilities, loadings and benchmark mean loadings are multiplied by the same
+    matrix per draw; the LKJ correlation transforms as ``Rᵀ C R``. Adds
+    ``difficulty`` and ``mdisc``.
+    """
+    n_chain, n_draw = posterior.sizes["chain"], posterior.sizes["draw"]
+    loading = posterior["loading"].transpose("chain", "draw", ITEM_DIM, "dimension").values
+    k = loading.shape[-1]
+    flat = loading.reshape(n_chain * n_draw, -1, k)
+    rotations = alignment_rotations(flat, rotate=rotate, reference=reference)
+    rotations = rotations.reshape(n_chain, n_draw, k, k)
+    out = posterior.copy()
+    for name in ROTATED_VARIABLES:
+        if name in out:
+            var = out[name]
+            other = [d for d in var.dims if d not in ("chain", "draw", "dimension")]
+            values = var.transpose("chain", "draw", *other, "dimension").values
+            rotated = np.einsum("cd...k,cdkl->cd...l", values, rotations)
+            out[name] = (("chain", "draw", *other, "dimension"), rotated)
+    if "ability_correlation" in out:
+        corr = out["ability_correlation"].transpose("chain", "draw", "dimension", "dimension_b")
+        rotated = np.einsum("cdka,cdkl,cdlb->cdab", rotations, corr.values, rotations)
+        out["ability_correlation"] = (("chain", "draw", "dimension", "dimension_b"), rotated)
+    mdisc = np.sqrt((out["loading"] ** 2).sum("dimension"))
+    out["mdisc"] = mdisc
+    out["difficulty"] = -out["intercept"] / mdisc
+    return out
+
+
+# ----------------------------------------------------------------- assembly
+def assemble_posterior(
+    responses: ResponseMatrix,
+    settings: FitSettings,
+    raw_fits: list[RawFit],
+    random_seed: int,
+) -> xr.DataTree:
+    """Concatenate restarts, identify, and attach data, stats and provenance."""
+    posteriors, stats, elbos, restart_of_chain = [], [], [], []
+    offset = 0
+    for index, raw in enumerate(raw_fits):
+        n_chain = raw.posterior.sizes["chain"]
+        chains = np.arange(offset, offset + n_chain)
+        posteriors.append(raw.posterior.assign_coords(chain=chains))
+        stats.append(raw.sample_stats.assign_coords(chain=chains))
+        restart_of_chain.extend([index] * n_chain)
+        if raw.elbo is not None:
+            elbos.append(raw.elbo.expand_dims(restart=[index]))
+        offset += n_chain
+    posterior = xr.concat(posteriors, dim="chain")
+    sample_stats = xr.concat(stats, dim="chain") if any(s.data_vars for s in stats) else stats[0]
+    spec = settings.spec
+    posterior = identify_posterior(posterior, rotate=not spec.is_confirmatory)
+    restart_coord = ("chain", np.asarray(restart_of_chain))
+    posterior = posterior.assign_coords(restart=restart_coord)
+    if "chain" in sample_stats.dims:
+        sample_stats = sample_stats.assign_coords(chain=posterior["chain"].values)
+        sample_stats = sample_stats.assign_coords(restart=restart_coord)
+    groups: dict[str, xr.Dataset] = {
+        "posterior": posterior,
+        "sample_stats": sample_stats,
+        "observed_data": observed_dataset(responses),
+    }
+    if elbos:
+        groups["elbo"] = xr.concat(elbos, dim="restart", join="outer")
+    tree = xr.DataTree.from_dict(groups)
+    tree.attrs = provenance_attrs(responses, settings, raw_fits, random_seed)
+    return tree
+
+
+def observed_dataset(responses: ResponseMatrix) -> xr.Dataset:
+    """The response matrix (float32, NaN = not evaluated) with its item metadata coords."""
+    data = responses.data.astype(np.float32).rename("correct")
+    for name in responses.item_coords:
+        data[name] = data[name].astype(str)
+    data[LLM_DIM] = data[LLM_DIM].astype(str)
+    data[ITEM_DIM] = data[ITEM_DIM].astype(str)
+    return data.to_dataset()
+
+
+def responses_from_tree(tree: xr.DataTree) -> ResponseMatrix:
+    """The :class:`ResponseMatrix` a fit was made on (from its ``observed_data``)."""
+    data = tree["observed_data"]["correct"].astype(float)
+    return ResponseMatrix(data.drop_attrs(), validate=False)
+
+
+def _versions() -> dict[str, str]:
+    names = ["benchmirt_bayes", "pymc", "pytensor", "arviz", "numpy", "xarray", "nutpie", "numpyro",
+             "jax"]
+    versions = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def provenance_attrs(
+    responses: ResponseMatrix, settings: FitSettings, raw_fits: list[RawFit], random_seed: int
+) -> dict[str, Any]:
+    """The attrs that make a fit self-describing and reproducible."""
+    settings_dict = asdict(settings)
+    return {
+        "benchmirt_method": settings.method,
+        "benchmirt_sampler": settings.sampler,
+        "benchmirt_n_dims": settings.n_dims,
+        "benchmirt_spec": settings.spec_json,
+        "benchmirt_settings": json.dumps(settings_dict, sort_keys=True),
+        "benchmirt_data_hash": responses.data_hash(),
+        "benchmirt_random_seed": int(random_seed),
+        "benchmirt_restart_seeds": json.dumps([raw.seed for raw in raw_fits]),
+        "benchmirt_restarts": len(raw_fits),
+        "benchmirt_fit_seconds": json.dumps([round(raw.seconds, 3) for raw in raw_fits]),
+        "benchmirt_versions": json.dumps(_versions(), sort_keys=True),
+        "benchmirt_identification": (
+            "confirmatory pattern + sign convention"
+            if settings.spec.is_confirmatory
+            else "per-draw orthogonal Procrustes to a pivot, varimax, sign and order convention"
+        ),
+        "benchmirt_sign_convention": SIGN_CONVENTION,
+        "benchmirt_created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def fit_settings_from_attrs(tree: xr.DataTree) -> tuple[FitSettings, int, int]:
+    """Recover ``(settings, random_seed, restarts)`` to reproduce a stored fit."""
+    raw = json.loads(tree.attrs["benchmirt_settings"])
+    return (
+        FitSettings(**raw),
+        int(tree.attrs["benchmirt_random_seed"]),
+        int(tree.attrs["benchmirt_restarts"]),
+    )

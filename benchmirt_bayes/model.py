@@ -1,0 +1,258 @@
+"""`build_model`: the hierarchical compensatory MIRT model in PyMC.
+
+``logit P(correct_ij) = loading_i · ability_j + intercept_i``
+
+Variable names (also the posterior's):
+
+==============================  ==========================  ===========================
+name                            dims                        meaning
+==============================  ==========================  ===========================
+``ability``                     (llm, dimension)            LLM abilities
+``loading``                     (item, dimension)           item slopes (discriminations)
+``intercept``                   (item,)                     item intercepts
+``benchmark_loading_mean``      (benchmark, dimension)      pooled mean loading vector
+``benchmark_loading_spread``    (benchmark,)                item spread around it
+``benchmark_intercept_mean``    (benchmark,)                pooled mean intercept
+``benchmark_intercept_spread``  (benchmark,)                item spread around it
+``subgroup_intercept_offset``   (subgroup_key,)             subgroup shift (if any)
+``ability_correlation``         (dimension, dimension_b)    LKJ correlation (if used)
+==============================  ==========================  ===========================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor.tensor as pt
+
+from benchmirt_bayes.identification import choose_anchor_benchmarks
+from benchmirt_bayes.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
+from benchmirt_bayes.spec import ModelSpec, load_spec
+
+ITEM_VARIABLES = ("loading", "intercept")
+ABILITY_VARIABLES = ("ability",)
+
+
+@dataclass(frozen=True)
+class ModelIndex:
+    """Integer codes linking items to benchmarks and subgroups, and observed cells."""
+
+    benchmarks: list[str]
+    benchmark_of_item: np.ndarray
+    subgroup_keys: list[str]
+    subgroup_of_item: np.ndarray
+    observed_flat: np.ndarray
+    observed_values: np.ndarray
+
+    @classmethod
+    def from_responses(cls, responses: ResponseMatrix) -> ModelIndex:
+        """Build the codes from a response matrix."""
+        bench_codes, benchmarks = pd.factorize(responses.benchmarks)
+        keys = np.char.add(np.char.add(responses.benchmarks.astype(str), "/"),
+                           responses.subgroups.astype(str))
+        sub_codes, subgroup_keys = pd.factorize(keys)
+        flat = np.flatnonzero(responses.observed.ravel())
+        return cls(
+            list(map(str, benchmarks)),
+            bench_codes,
+            list(map(str, subgroup_keys)),
+            sub_codes,
+            flat,
+            responses.values.ravel()[flat].astype(np.int8),
+        )
+
+    @property
+    def has_subgroups(self) -> bool:
+        """Whether some benchmark has more than one subgroup."""
+        return len(self.subgroup_keys) > len(self.benchmarks)
+
+
+def dimension_names(n_dims: int, spec: ModelSpec) -> list[str]:
+    """Dimension labels: the confirmatory names, else ``dim_1 ... dim_K``."""
+    if spec.is_confirmatory:
+        return list(spec["confirmatory"]["dimensions"])
+    return [f"dim_{k + 1}" for k in range(n_dims)]
+
+
+def loading_pattern(benchmarks: list[str], dims: list[str], spec: ModelSpec) -> np.ndarray:
+    """``(benchmark, dimension)`` 0/1 mask of allowed loadings (all ones when exploratory)."""
+    mask = np.ones((len(benchmarks), len(dims)))
+    if spec.is_confirmatory:
+        pattern = spec["confirmatory"]["pattern"]
+        for b, bench in enumerate(benchmarks):
+            if bench in pattern:
+                mask[b] = [1.0 if d in pattern[bench] else 0.0 for d in dims]
+    return mask
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """Units whose loading vectors form a lower-triangular matrix with positive diagonal.
+
+    ``kind`` is ``"benchmark"`` (anchor the benchmark mean loading vectors) or
+    ``"item"`` (anchor single items, used when there are fewer benchmarks than
+    dimensions); ``codes`` are benchmark or item positions, one per dimension.
+    """
+
+    kind: str
+    codes: list[int]
+    names: list[str]
+
+
+def resolve_anchors(
+    responses: ResponseMatrix, index: ModelIndex, n_dims: int, spec: ModelSpec
+) -> Anchors | None:
+    """The anchors a spec asks for (``None`` for confirmatory specs or ``anchors = "none"``)."""
+    if spec.is_confirmatory:
+        return None
+    wanted = spec.settings.get("identification", {}).get("anchors", "auto")
+    if wanted == "none":
+        return None
+    if isinstance(wanted, list):
+        unknown = [b for b in wanted if b not in index.benchmarks]
+        if unknown or len(wanted) != n_dims:
+            raise ValueError(
+                f"identification.anchors must name {n_dims} known benchmarks, got {wanted}"
+                + (f" (unknown: {unknown})" if unknown else "")
+            )
+        codes = [index.benchmarks.index(b) for b in wanted]
+        return Anchors("benchmark", codes, list(wanted))
+    if len(index.benchmarks) >= n_dims:
+        codes = choose_anchor_benchmarks(
+            responses.values, index.benchmark_of_item, len(index.benchmarks), n_dims
+        )
+        return Anchors("benchmark", codes, [index.benchmarks[c] for c in codes])
+    codes = choose_anchor_benchmarks(
+        responses.values, np.arange(responses.n_items), responses.n_items, n_dims
+    )
+    return Anchors("item", codes, [str(responses.items[c]) for c in codes])
+
+
+def _anchored(free: pt.TensorVariable, anchors: Anchors, name: str, sigma: float,
+              n_dims: int) -> pt.TensorVariable:
+    """Replace the anchor rows of ``free`` by a lower-triangular block with positive diagonal."""
+    diagonal = pm.HalfNormal(f"{name}_anchor_diagonal", sigma, dims="dimension")
+    rows = np.asarray(anchors.codes)
+    lower = np.tril(np.ones((n_dims, n_dims)), k=-1)
+    block = free[rows] * pt.as_tensor(lower) + pt.diag(diagonal)
+    return pt.set_subtensor(free[rows], block)
+
+
+def build_model(
+    responses: ResponseMatrix,
+    n_dims: int = 2,
+    *,
+    spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
+) -> pm.Model:
+    """Build the hierarchical MIRT model for the observed cells of ``responses``.
+
+    Parameters
+    ----------
+    responses
+        The data; only observed cells enter the likelihood.
+    n_dims
+        Number of latent dimensions (``1`` gives the ordinary 2PL).
+    spec
+        Priors and structure: a name from ``models/``, a path, a
+        :class:`ModelSpec`, or a dict of overrides of the default spec.
+
+    Returns
+    -------
+    pymc.Model
+        With coords ``llm``, ``item``, ``dimension``, ``benchmark``,
+        ``subgroup_key`` and ``cell`` and the variables listed in the module
+        docstring; the observed variable is ``correct`` over ``cell``.
+
+    Notes
+    -----
+    The likelihood is written densely (``ability @ loading.T + intercept`` over
+    the whole matrix) and then gathered at the observed cells: at these sizes a
+    matrix product is cheaper than one dot product per cell, and no per-cell
+    quantity is stored.
+
+    """
+    if not isinstance(responses, ResponseMatrix):
+        raise TypeError(f"responses must be a ResponseMatrix, got {type(responses).__name__}")
+    if not isinstance(n_dims, int | np.integer) or n_dims < 1:
+        raise ValueError(f"n_dims must be a positive integer, got {n_dims!r}")
+    spec = load_spec(spec)
+    dims = dimension_names(n_dims, spec)
+    if len(dims) != n_dims:
+        raise ValueError(
+            f"spec {spec.name!r} defines {len(dims)} dimensions {dims}, but n_dims={n_dims}"
+        )
+    index = ModelIndex.from_responses(responses)
+    pattern = loading_pattern(index.benchmarks, dims, spec)
+    anchors = resolve_anchors(responses, index, n_dims, spec)
+    coords = {
+        LLM_DIM: responses.llms,
+        ITEM_DIM: responses.items,
+        "dimension": dims,
+        "dimension_b": dims,
+        "benchmark": index.benchmarks,
+        "subgroup_key": index.subgroup_keys,
+        "cell": np.arange(index.observed_flat.size),
+    }
+    ab, ld, ic = spec["ability"], spec["loading"], spec["intercept"]
+    bench = index.benchmark_of_item
+    with pm.Model(coords=coords) as model:
+        # ---------------------------------------------------------- abilities
+        raw = pm.ZeroSumNormal("ability_raw", sigma=ab["sigma"], dims=("dimension", LLM_DIM))
+        if ab["correlation"] == "lkj" and n_dims > 1:
+            # PyMC 6's LKJCorr is the Cholesky factor of an LKJ correlation matrix
+            chol = pm.LKJCorr("ability_correlation_cholesky", n=n_dims, eta=ab["lkj_eta"])
+            pm.Deterministic("ability_correlation", chol @ chol.T, dims=("dimension", "dimension_b"))
+            ability = pm.Deterministic("ability", (chol @ raw).T, dims=(LLM_DIM, "dimension"))
+        else:
+            ability = pm.Deterministic("ability", raw.T, dims=(LLM_DIM, "dimension"))
+
+        # ----------------------------------------------------------- loadings
+        pattern_t = pt.as_tensor(pattern)
+        load_mean = pm.Normal("benchmark_loading_mean_free", 0.0, ld["mean_sigma"],
+                              dims=("benchmark", "dimension"))
+        if anchors is not None and anchors.kind == "benchmark":
+            load_mean = _anchored(load_mean, anchors, "benchmark_loading", ld["mean_sigma"], n_dims)
+        load_mean = pm.Deterministic("benchmark_loading_mean", load_mean,
+                                     dims=("benchmark", "dimension"))
+        load_spread = pm.HalfNormal("benchmark_loading_spread", ld["spread_sigma"], dims="benchmark")
+        centre = (load_mean * pattern_t)[bench]
+        scale = load_spread[bench][:, None] * pattern_t[bench]
+        if ld["noncentered"]:
+            z = pm.Normal("loading_z", 0.0, 1.0, dims=(ITEM_DIM, "dimension"))
+            loading = centre + scale * z
+        else:
+            free = pm.Normal("loading_free", centre, pt.maximum(scale, 1e-6),
+                             dims=(ITEM_DIM, "dimension"))
+            loading = free * pattern_t[bench]
+        if anchors is not None and anchors.kind == "item":
+            loading = _anchored(loading, anchors, "item_loading", ld["mean_sigma"] * 2, n_dims)
+        loading = pm.Deterministic("loading", loading, dims=(ITEM_DIM, "dimension"))
+
+        # --------------------------------------------------------- intercepts
+        int_mean = pm.Normal("benchmark_intercept_mean", ic["mean_mu"], ic["mean_sigma"],
+                             dims="benchmark")
+        int_spread = pm.HalfNormal("benchmark_intercept_spread", ic["spread_sigma"],
+                                   dims="benchmark")
+        int_centre = int_mean[bench]
+        if index.has_subgroups:
+            offset = pm.Normal("subgroup_intercept_offset", 0.0, ic["subgroup_sigma"],
+                               dims="subgroup_key")
+            int_centre = int_centre + offset[index.subgroup_of_item]
+        if ic["noncentered"]:
+            zi = pm.Normal("intercept_z", 0.0, 1.0, dims=ITEM_DIM)
+            intercept = pm.Deterministic("intercept", int_centre + int_spread[bench] * zi,
+                                         dims=ITEM_DIM)
+        else:
+            intercept = pm.Normal("intercept", int_centre, int_spread[bench], dims=ITEM_DIM)
+
+        # --------------------------------------------------------- likelihood
+        logits = (ability @ loading.T + intercept[None, :]).ravel()[index.observed_flat]
+        pm.Bernoulli("correct", logit_p=logits, observed=index.observed_values, dims="cell")
+    model.benchmirt_anchors = anchors  # read by fit_posterior for the fit's attrs
+    return model

@@ -1,0 +1,78 @@
+"""Posterior predictions: cell probabilities and group mean scores, on thinned draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from benchmirt_bayes.inference import responses_from_tree
+
+
+def thinned_draws(posterior: xr.DataTree, n_draws: int, *, seed: int = 0) -> xr.Dataset:
+    """A seeded random subset of ``n_draws`` posterior draws, stacked on dim ``sample_index``."""
+    post = posterior["posterior"].to_dataset()[["ability", "loading", "intercept"]]
+    stacked = post.stack(sample_index=("chain", "draw"))
+    total = stacked.sizes["sample_index"]
+    if n_draws >= total:
+        return stacked.drop_vars(["chain", "draw", "sample_index", "restart"], errors="ignore")
+    rng = np.random.default_rng(seed)
+    chosen = np.sort(rng.choice(total, size=n_draws, replace=False))
+    out = stacked.isel(sample_index=chosen)
+    return out.drop_vars(["chain", "draw", "sample_index", "restart"], errors="ignore")
+
+
+def cell_probabilities(draws: xr.Dataset) -> np.ndarray:
+    """``(sample, llm, item)`` probabilities of a correct answer for the given draws."""
+    ability = draws["ability"].transpose("sample_index", "llm", "dimension").values
+    loading = draws["loading"].transpose("sample_index", "item", "dimension").values
+    intercept = draws["intercept"].transpose("sample_index", "item").values
+    logits = np.einsum("sjk,sik->sji", ability, loading) + intercept[:, None, :]
+    return 1.0 / (1.0 + np.exp(-logits))
+
+
+def predicted_group_scores(
+    posterior: xr.DataTree, *, by: str = "benchmark", n_draws: int = 100, seed: int = 0
+) -> xr.Dataset:
+    """Observed and posterior-predicted mean score per LLM and item group.
+
+    The prediction is the expected share correct over the *observed* cells of
+    each (LLM, group), so it is comparable with the observed mean.
+
+    Returns
+    -------
+    Dataset
+        ``observed (llm, group)`` and ``predicted (sample_index, llm, group)``.
+
+    """
+    responses = responses_from_tree(posterior)
+    groups = responses.data[by].values
+    codes, names = pd.factorize(groups)
+    observed = responses.observed
+    values = np.where(observed, responses.values, 0.0)
+    n_groups = len(names)
+    counts = np.zeros((responses.n_llms, n_groups))
+    sums = np.zeros_like(counts)
+    for g in range(n_groups):
+        cols = codes == g
+        counts[:, g] = observed[:, cols].sum(axis=1)
+        sums[:, g] = values[:, cols].sum(axis=1)
+    draws = thinned_draws(posterior, n_draws, seed=seed)
+    predicted = np.zeros((draws.sizes["sample_index"], responses.n_llms, n_groups))
+    for start in range(0, draws.sizes["sample_index"], 10):
+        chunk = draws.isel(sample_index=slice(start, start + 10))
+        probs = cell_probabilities(chunk) * observed[None]
+        for g in range(n_groups):
+            predicted[start:start + probs.shape[0], :, g] = probs[:, :, codes == g].sum(axis=2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed_mean = sums / counts
+        predicted = predicted / counts[None]
+    coords = {"llm": responses.llms, "group": list(map(str, names))}
+    return xr.Dataset(
+        {
+            "observed": (("llm", "group"), observed_mean),
+            "predicted": (("sample_index", "llm", "group"), predicted),
+        },
+        coords=coords,
+        attrs={"by": by},
+    )

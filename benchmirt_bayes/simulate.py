@@ -1,0 +1,199 @@
+"""`simulate_benchmirt`: the built-in, BenchMIRT-scale simulated data set.
+
+100 LLMs × 16 benchmarks × about 34,300 items with two latent abilities,
+``safety`` and ``reasoning``, and the published findings planted in the truth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from benchmirt_bayes.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
+
+DIMENSIONS = ("safety", "reasoning")
+
+
+@dataclass(frozen=True)
+class SubgroupDesign:
+    """Planted truth for one benchmark subgroup.
+
+    Attributes
+    ----------
+    benchmark, subgroup
+        Names.
+    n_items
+        Items at ``scale=1``.
+    loading
+        Mean loading on (safety, reasoning).
+    loading_sd
+        Item-to-item spread of loadings around the mean.
+    intercept, intercept_sd
+        Mean and spread of item intercepts (logit of the share correct for an
+        average LLM).
+
+    """
+
+    benchmark: str
+    subgroup: str
+    n_items: int
+    loading: tuple[float, float]
+    loading_sd: float
+    intercept: float
+    intercept_sd: float
+    kind: str
+
+
+# Item counts: reasoning benchmarks as published; safety benchmarks with their
+# usual subgroups, about 12,700 items together (34,312 in all).
+DESIGN: tuple[SubgroupDesign, ...] = (
+    SubgroupDesign("BBH", "BBH", 5761, (0.05, 1.3), 0.35, 0.2, 1.2, "reasoning"),
+    SubgroupDesign("GPQA", "GPQA", 1192, (0.0, 0.7), 0.30, -0.9, 0.6, "reasoning"),
+    SubgroupDesign("MATH", "MATH", 1324, (0.0, 1.7), 0.40, -2.2, 1.2, "reasoning"),
+    SubgroupDesign("MMLU-Pro", "MMLU-Pro", 12032, (0.05, 1.4), 0.35, -0.5, 1.1, "reasoning"),
+    SubgroupDesign("MuSR", "MuSR", 756, (0.0, 0.9), 0.30, 0.0, 0.8, "reasoning"),
+    SubgroupDesign("IFEval", "IFEval", 541, (0.2, 1.1), 0.35, 1.0, 1.0, "reasoning"),
+    SubgroupDesign("WildJailbreak", "harmful", 2000, (1.5, -0.1), 0.40, 0.0, 1.0, "safety"),
+    SubgroupDesign("WildJailbreak", "benign", 210, (-0.3, 1.0), 0.30, 2.0, 0.8, "safety"),
+    SubgroupDesign("WildGuardTest", "harmful", 754, (1.3, 0.0), 0.35, 1.0, 1.0, "safety"),
+    SubgroupDesign("WildGuardTest", "benign", 971, (-0.2, 0.7), 0.30, 2.5, 0.8, "safety"),
+    SubgroupDesign("HarmBench", "standard", 200, (1.6, 0.0), 0.35, 0.5, 1.0, "safety"),
+    SubgroupDesign("HarmBench", "contextual", 100, (1.5, 0.1), 0.35, 0.0, 1.0, "safety"),
+    SubgroupDesign("HarmBench", "copyright", 100, (0.25, 0.1), 0.20, 0.5, 1.0, "safety"),
+    SubgroupDesign("ToxiGen", "ToxiGen", 940, (1.0, 0.2), 0.35, 1.0, 1.0, "safety"),
+    SubgroupDesign("XSTest", "safe", 250, (-0.4, 0.7), 0.30, 2.0, 0.8, "safety"),
+    SubgroupDesign("XSTest", "contrast_unsafe", 200, (1.3, 0.0), 0.35, 0.5, 1.0, "safety"),
+    SubgroupDesign("DoAnythingNow", "DoAnythingNow", 600, (1.4, -0.2), 0.40, -0.3, 1.0, "safety"),
+    SubgroupDesign("TrustLLM", "jailbreak", 1400, (1.3, 0.0), 0.40, 0.5, 1.0, "safety"),
+    SubgroupDesign("BBQ", "ambiguous", 500, (0.15, 1.0), 0.30, 0.3, 1.0, "safety"),
+    SubgroupDesign("BBQ", "disambiguated", 500, (0.1, 1.1), 0.30, 0.8, 1.0, "safety"),
+    SubgroupDesign("WMDP", "bio", 1273, (0.2, -0.8), 0.30, 0.0, 0.8, "safety"),
+    SubgroupDesign("WMDP", "chem", 408, (0.2, -0.7), 0.30, 0.3, 0.8, "safety"),
+    SubgroupDesign("WMDP", "cyber", 1987, (0.2, -0.7), 0.30, 0.2, 0.8, "safety"),
+    SubgroupDesign("StrongREJECT", "StrongREJECT", 313, (1.5, 0.0), 0.35, 0.3, 1.0, "safety"),
+)
+
+
+@dataclass(frozen=True)
+class SimulatedBenchmark:
+    """Simulated responses with the truth that generated them.
+
+    Attributes
+    ----------
+    responses
+        The observed :class:`ResponseMatrix` (about 3% of cells missing).
+    truth
+        Dataset with ``ability (llm, dimension)``, ``loading (item, dimension)``,
+        ``intercept (item)``, ``difficulty (item)`` and ``mdisc (item)``; attrs
+        hold the seed and scale.
+
+    """
+
+    responses: ResponseMatrix
+    truth: xr.Dataset
+
+
+def simulate_benchmirt(
+    *,
+    scale: float = 1.0,
+    n_llms: int = 100,
+    seed: int = 20260301,
+    missing_share: float = 0.03,
+    ability_correlation: float = 0.3,
+    min_items_per_subgroup: int = 4,
+) -> SimulatedBenchmark:
+    """Simulate the BenchMIRT-scale data set with the published findings planted.
+
+    Parameters
+    ----------
+    scale
+        Multiplies every subgroup's item count (at least
+        ``min_items_per_subgroup`` each): ``1.0`` gives 34,312 items, ``0.02``
+        about 700.
+    n_llms
+        Number of LLMs.
+    seed
+        Seed of every random choice; equal seeds give identical data.
+    missing_share
+        Share of cells left unevaluated (missing completely at random).
+    ability_correlation
+        Correlation of safety and reasoning abilities across LLMs.
+    min_items_per_subgroup
+        Floor for small scales.
+
+    Returns
+    -------
+    SimulatedBenchmark
+
+    Notes
+    -----
+    Planted findings: reasoning benchmarks load on reasoning; jailbreak and
+    harmful-content benchmarks on safety; BBQ mainly on reasoning; WMDP
+    negatively on reasoning; HarmBench copyright items barely on safety while
+    standard and contextual items do; WildJailbreak harmful items on safety and
+    benign items on reasoning.
+
+    """
+    if scale <= 0:
+        raise ValueError(f"scale must be positive, got {scale}")
+    if n_llms < 2:
+        raise ValueError(f"n_llms must be at least 2, got {n_llms}")
+    if not 0 <= missing_share < 1:
+        raise ValueError(f"missing_share must be in [0, 1), got {missing_share}")
+    rng = np.random.default_rng(seed)
+    n_dims = len(DIMENSIONS)
+
+    covariance = np.array([[1.0, ability_correlation], [ability_correlation, 1.0]])
+    ability = rng.multivariate_normal(np.zeros(n_dims), covariance, size=n_llms)
+    ability = (ability - ability.mean(0)) / ability.std(0)
+
+    items, benchmarks, subgroups, kinds, loadings, intercepts = [], [], [], [], [], []
+    for design in DESIGN:
+        count = max(min_items_per_subgroup, int(round(design.n_items * scale)))
+        loading = np.asarray(design.loading) + design.loading_sd * rng.standard_normal((count, 2))
+        intercept = design.intercept + design.intercept_sd * rng.standard_normal(count)
+        stem = design.benchmark if design.subgroup == design.benchmark else (
+            f"{design.benchmark}/{design.subgroup}"
+        )
+        items.extend(f"{stem}/{i:05d}" for i in range(count))
+        benchmarks.extend([design.benchmark] * count)
+        subgroups.extend([design.subgroup] * count)
+        kinds.extend([design.kind] * count)
+        loadings.append(loading)
+        intercepts.append(intercept)
+    loading = np.concatenate(loadings)
+    intercept = np.concatenate(intercepts)
+
+    logits = ability @ loading.T + intercept
+    responses = (rng.random(logits.shape) < 1 / (1 + np.exp(-logits))).astype(float)
+    responses[rng.random(responses.shape) < missing_share] = np.nan
+    # every LLM and item keeps at least one observation
+    responses[0, np.isnan(responses).all(axis=0)] = 1.0
+
+    llms = np.array([f"llm_{j:03d}" for j in range(n_llms)])
+    item_ids = np.array(items)
+    coords = {
+        LLM_DIM: llms,
+        ITEM_DIM: item_ids,
+        "benchmark": (ITEM_DIM, np.array(benchmarks)),
+        "subgroup": (ITEM_DIM, np.array(subgroups)),
+        "category": (ITEM_DIM, np.array(kinds)),
+    }
+    matrix = ResponseMatrix(
+        xr.DataArray(responses, dims=(LLM_DIM, ITEM_DIM), coords=coords, name="correct")
+    )
+    norm = np.linalg.norm(loading, axis=1)
+    truth = xr.Dataset(
+        {
+            "ability": ((LLM_DIM, "dimension"), ability),
+            "loading": ((ITEM_DIM, "dimension"), loading),
+            "intercept": ((ITEM_DIM,), intercept),
+            "difficulty": ((ITEM_DIM,), -intercept / norm),
+            "mdisc": ((ITEM_DIM,), norm),
+        },
+        coords={**coords, "dimension": list(DIMENSIONS)},
+        attrs={"seed": seed, "scale": scale, "n_llms": n_llms, "missing_share": missing_share},
+    )
+    return SimulatedBenchmark(matrix, truth)

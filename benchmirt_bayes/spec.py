@@ -1,0 +1,172 @@
+"""Model specifications: the priors, documented in one place and overridable.
+
+A spec is a small declarative TOML file in ``models/`` (see
+``models/exploratory.toml`` for every field with its meaning). ``fit_posterior``
+and ``build_model`` accept a spec by name (``"exploratory"``, ``"2pl"``,
+``"confirmatory_safety_reasoning"``), by path, as a :class:`ModelSpec`, or as a
+nested dict of overrides applied to the default exploratory spec.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+SPEC_DIRS = (_PACKAGE_DIR / "models", _PACKAGE_DIR.parent / "models")
+DEFAULT_SPEC = "exploratory"
+
+_SECTIONS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "ability": {"sigma": (int, float), "correlation": str, "lkj_eta": (int, float)},
+    "loading": {"mean_sigma": (int, float), "spread_sigma": (int, float), "noncentered": bool},
+    "intercept": {
+        "mean_mu": (int, float),
+        "mean_sigma": (int, float),
+        "spread_sigma": (int, float),
+        "subgroup_sigma": (int, float),
+        "noncentered": bool,
+    },
+    "confirmatory": {"dimensions": list, "pattern": dict},
+    "identification": {"anchors": (str, list)},
+}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Priors and structure of a hierarchical MIRT model.
+
+    Attributes
+    ----------
+    name, description
+        Identity of the spec.
+    settings
+        Nested dict with sections ``ability``, ``loading``, ``intercept`` and
+        optionally ``confirmatory`` (``dimensions`` names and a ``pattern``
+        mapping benchmark → list of dimension names it may load on).
+
+    """
+
+    name: str
+    description: str
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __getitem__(self, section: str) -> dict[str, Any]:
+        return self.settings[section]
+
+    @property
+    def is_confirmatory(self) -> bool:
+        """Whether the spec fixes which benchmarks load on which dimensions."""
+        return bool(self.settings.get("confirmatory", {}).get("pattern"))
+
+    def with_overrides(self, overrides: Mapping[str, Mapping[str, Any]]) -> ModelSpec:
+        """A new spec with some fields replaced, e.g. ``{"loading": {"spread_sigma": 1.0}}``."""
+        settings = copy.deepcopy(self.settings)
+        for section, values in overrides.items():
+            if section in ("name", "description"):
+                continue
+            settings.setdefault(section, {}).update(values)
+        name = overrides.get("name", f"{self.name}+overrides")
+        spec = ModelSpec(str(name), self.description, settings)
+        validate_spec(spec)
+        return spec
+
+    def to_json(self) -> str:
+        """Serialise (stored in a fit's attrs so the fit can be reproduced)."""
+        return json.dumps(
+            {"name": self.name, "description": self.description, "settings": self.settings},
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> ModelSpec:
+        """Inverse of :meth:`to_json`."""
+        raw = json.loads(text)
+        return cls(raw["name"], raw["description"], raw["settings"])
+
+
+def available_specs() -> list[str]:
+    """Names of the specs shipped in ``models/``."""
+    names = set()
+    for folder in SPEC_DIRS:
+        if folder.is_dir():
+            names.update(p.stem for p in folder.glob("*.toml"))
+    return sorted(names)
+
+
+def load_spec(spec: str | Path | ModelSpec | Mapping[str, Any] | None = None) -> ModelSpec:
+    """Resolve a spec given by name, path, object, override dict or ``None`` (default).
+
+    Raises
+    ------
+    ValueError
+        Unknown name, unknown section or field, or a value of the wrong type.
+
+    """
+    if spec is None:
+        spec = DEFAULT_SPEC
+    if isinstance(spec, ModelSpec):
+        validate_spec(spec)
+        return spec
+    if isinstance(spec, Mapping):
+        return load_spec(DEFAULT_SPEC).with_overrides(spec)
+    path = Path(spec)
+    if path.suffix != ".toml":
+        candidates = [folder / f"{spec}.toml" for folder in SPEC_DIRS]
+        path = next((c for c in candidates if c.exists()), candidates[-1])
+        if not path.exists():
+            raise ValueError(f"unknown model spec {spec!r}; available: {available_specs()}")
+    if not path.exists():
+        raise ValueError(f"model spec file not found: {path}")
+    with path.open("rb") as handle:
+        raw = tomllib.load(handle)
+    name = raw.pop("name", path.stem)
+    description = raw.pop("description", "")
+    result = ModelSpec(name, description, raw)
+    validate_spec(result)
+    return result
+
+
+def validate_spec(spec: ModelSpec) -> None:
+    """Check sections, field names and types; raise one ValueError listing every problem."""
+    problems = []
+    for section, values in spec.settings.items():
+        if section not in _SECTIONS:
+            problems.append(f"unknown section [{section}] (known: {sorted(_SECTIONS)})")
+            continue
+        for key, value in values.items():
+            expected = _SECTIONS[section].get(key)
+            if expected is None:
+                problems.append(f"unknown field {section}.{key} (known: {sorted(_SECTIONS[section])})")
+            elif not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
+                problems.append(f"{section}.{key} = {value!r} has the wrong type")
+            elif isinstance(value, int | float) and not isinstance(value, bool) and key != "mean_mu":
+                if value <= 0:
+                    problems.append(f"{section}.{key} must be positive, got {value}")
+    for section in ("ability", "loading", "intercept"):
+        missing = set(_SECTIONS[section]) - set(spec.settings.get(section, {}))
+        if missing:
+            problems.append(f"section [{section}] lacks {sorted(missing)}")
+    correlation = spec.settings.get("ability", {}).get("correlation")
+    if correlation not in ("none", "lkj"):
+        problems.append(f"ability.correlation must be 'none' or 'lkj', got {correlation!r}")
+    if correlation == "lkj" and not spec.is_confirmatory:
+        problems.append(
+            "ability.correlation = 'lkj' needs a [confirmatory] pattern: in an exploratory model "
+            "correlated abilities and rotated loadings are not separately identified"
+        )
+    anchors = spec.settings.get("identification", {}).get("anchors", "auto")
+    if isinstance(anchors, str) and anchors not in ("auto", "none"):
+        problems.append(f"identification.anchors must be 'auto', 'none' or a list, got {anchors!r}")
+    if spec.is_confirmatory:
+        dims = spec.settings["confirmatory"].get("dimensions", [])
+        for bench, allowed in spec.settings["confirmatory"]["pattern"].items():
+            unknown = [d for d in allowed if d not in dims]
+            if unknown:
+                problems.append(f"confirmatory pattern for {bench!r} names unknown dimensions {unknown}")
+    if problems:
+        raise ValueError(f"invalid model spec {spec.name!r}:\n" + "\n".join(f"  - {p}" for p in problems))

@@ -1,0 +1,59 @@
+"""Shared fixtures: seeded simulated data, small fits made once per session, shared data paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmirt_bayes import fit_posterior, simulate_benchmirt
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("BENCHMIRT_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def shared_path(*parts: str) -> Path:
+    """Path under ../shared/data; fails under CI=true when missing (never a silent skip)."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        message = f"real data missing: {path} (tests read ../shared/data; see data/README.md)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="session")
+def small_sim():
+    """60 LLMs × ~690 items, 2 dimensions (seeded)."""
+    return simulate_benchmirt(scale=0.02, n_llms=60, seed=11)
+
+
+@pytest.fixture(scope="session")
+def tiny_sim():
+    """40 LLMs × ~100 items (minimum subgroup sizes), for fast structural tests."""
+    return simulate_benchmirt(scale=0.002, n_llms=40, seed=3)
+
+
+@pytest.fixture(scope="session")
+def advi_fit(small_sim):
+    return fit_posterior(small_sim.responses, 2, method="advi", draws=200, random_seed=5,
+                         progressbar=False)
+
+
+@pytest.fixture(scope="session")
+def map_fit(tiny_sim):
+    return fit_posterior(tiny_sim.responses, 2, method="map", random_seed=2, progressbar=False)
+
+
+@pytest.fixture(scope="session")
+def nuts_fit(tiny_sim):
+    """A small real NUTS fit (2 chains) shared by structural tests."""
+    return fit_posterior(tiny_sim.responses, 2, method="nuts", draws=150, tune=150, chains=2,
+                         random_seed=4, progressbar=False)
+
+
+def correlation(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.corrcoef(np.ravel(a), np.ravel(b))[0, 1])

@@ -1,0 +1,56 @@
+import subprocess
+import sys
+
+import pytest
+
+from benchmirt_bayes.cli import main
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "benchmirt_bayes.cli", *args], capture_output=True,
+                          text=True, check=False)
+
+
+def test_help_lists_every_subcommand():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for command in ("demo", "simulate", "info", "fit", "report", "specs"):
+        assert command in result.stdout
+    assert "examples:" in result.stdout
+
+
+def test_no_command_prints_help(capsys):
+    assert main([]) == 0
+    assert "usage: benchmirt" in capsys.readouterr().out
+
+
+def test_simulate_info_fit_report(tmp_path, capsys):
+    data = tmp_path / "sim.nc"
+    assert main(["simulate", "--scale", "0.003", "--llms", "30", "--out", str(data)]) == 0
+    assert main(["info", str(data)]) == 0
+    assert "30 LLMs" in capsys.readouterr().out
+    fit = tmp_path / "fit.nc"
+    assert main(["fit", str(data), "--dims", "2", "--method", "advi", "--draws", "50",
+                 "--seed", "1", "--out", str(fit)]) == 0
+    assert fit.exists()
+    assert main(["report", str(fit), "--out", str(tmp_path / "report")]) == 0
+    assert (tmp_path / "report" / "index.html").exists()
+
+
+def test_bad_data_gives_a_clear_error_and_exit_code(tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("llm,item,correct\na,q1,7\n")
+    assert main(["info", str(bad), "--benchmark", "X"]) == 2
+    assert "outside {0, 1}" in capsys.readouterr().err
+
+
+def test_specs_lists_the_shipped_specs(capsys):
+    assert main(["specs"]) == 0
+    assert "exploratory" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_demo_writes_a_report(tmp_path):
+    assert main(["demo", "--out", str(tmp_path / "demo"), "--scale", "0.01"]) == 0
+    page = (tmp_path / "demo" / "index.html").read_text()
+    assert "Posterior predictive check" in page and (tmp_path / "demo" / "fit.nc").exists()

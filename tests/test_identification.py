@@ -1,0 +1,118 @@
+import numpy as np
+import pytest
+from scipy.stats import special_ortho_group
+
+from benchmirt_bayes.identification import (
+    alignment_rotations,
+    procrustes,
+    sign_and_order,
+    tucker_congruence,
+    varimax,
+)
+from benchmirt_bayes.inference import identify_posterior
+
+
+def random_orthogonal(k, rng):
+    q = special_ortho_group.rvs(k, random_state=rng) if k > 1 else np.eye(1)
+    if rng.random() < 0.5:
+        q[:, 0] *= -1  # include reflections
+    return q
+
+
+def simple_structure(n_items=300, k=2, rng=None):
+    rng = rng or np.random.default_rng(0)
+    loading = np.zeros((n_items, k))
+    for i in range(n_items):
+        loading[i, i % k] = rng.uniform(0.8, 2.0)
+    return loading + rng.normal(0, 0.1, size=loading.shape)
+
+
+def test_procrustes_recovers_a_rotation():
+    rng = np.random.default_rng(1)
+    target = rng.normal(size=(50, 3))
+    q = random_orthogonal(3, rng)
+    np.testing.assert_allclose(procrustes(target @ q, target), q.T, atol=1e-10)
+
+
+def test_varimax_finds_simple_structure_from_any_rotation():
+    rng = np.random.default_rng(2)
+    truth = simple_structure(rng=rng)
+    rotated = truth @ random_orthogonal(2, rng)
+    recovered = rotated @ varimax(rotated)
+    recovered = recovered @ sign_and_order(recovered)
+    congruence = np.abs(tucker_congruence(recovered, truth @ sign_and_order(truth)))
+    assert congruence.min() > 0.99
+
+
+def test_alignment_undoes_per_draw_rotations_and_keeps_every_prediction():
+    rng = np.random.default_rng(3)
+    n_chain, n_draw, n_llm, k = 2, 40, 30, 2
+    truth_loading = simple_structure(200, k, rng)
+    truth_ability = rng.normal(size=(n_llm, k))
+    loading = np.empty((n_chain, n_draw, 200, k))
+    ability = np.empty((n_chain, n_draw, n_llm, k))
+    for c in range(n_chain):
+        for d in range(n_draw):
+            q = random_orthogonal(k, rng)
+            loading[c, d] = (truth_loading + rng.normal(0, 0.05, truth_loading.shape)) @ q
+            ability[c, d] = (truth_ability + rng.normal(0, 0.05, truth_ability.shape)) @ q
+    import xarray as xr
+    posterior = xr.Dataset({
+        "loading": (("chain", "draw", "item", "dimension"), loading),
+        "ability": (("chain", "draw", "llm", "dimension"), ability),
+        "intercept": (("chain", "draw", "item"), rng.normal(size=(n_chain, n_draw, 200))),
+    })
+    before = np.einsum("cdjk,cdik->cdji", ability, loading)
+    aligned = identify_posterior(posterior, rotate=True)
+    after = np.einsum("cdjk,cdik->cdji", aligned["ability"].values, aligned["loading"].values)
+    assert np.max(np.abs(after - before)) < 1e-8  # every predicted logit unchanged
+    # draws now agree with each other (small spread) and with the truth up to sign/order
+    mean = aligned["loading"].mean(("chain", "draw")).values
+    spread = aligned["loading"].std(("chain", "draw")).values
+    assert spread.max() < 0.2
+    congruence = np.abs(tucker_congruence(mean, truth_loading @ sign_and_order(truth_loading)))
+    assert congruence.min() > 0.99
+    np.testing.assert_allclose(aligned["mdisc"].values, np.linalg.norm(loading, axis=-1))
+
+
+def test_sign_convention_makes_defining_items_positive():
+    loading = -simple_structure()
+    fixed = loading @ sign_and_order(loading)
+    main = np.argmax(np.abs(fixed), axis=1)
+    for k in range(2):
+        assert fixed[main == k, k].mean() > 0
+
+
+def test_order_is_by_explained_variance():
+    loading = simple_structure() * np.array([0.5, 2.0])
+    fixed = loading @ sign_and_order(loading)
+    assert (fixed**2).sum(0)[0] > (fixed**2).sum(0)[1]
+
+
+def test_confirmatory_alignment_only_flips_signs():
+    rng = np.random.default_rng(4)
+    base = simple_structure(100, 2, rng)
+    draws = np.stack([base * rng.choice([-1, 1], size=2) for _ in range(20)])
+    rotations = alignment_rotations(draws, rotate=False)
+    for r in rotations:
+        assert np.allclose(np.abs(r), np.eye(2))
+    aligned = np.einsum("sik,skl->sil", draws, rotations)
+    assert np.allclose(aligned, aligned[0])
+
+
+def test_reference_alignment():
+    rng = np.random.default_rng(5)
+    reference = simple_structure(100, 3, rng)
+    q = random_orthogonal(3, rng)
+    rotations = alignment_rotations((reference @ q)[None], reference=reference)
+    np.testing.assert_allclose((reference @ q) @ rotations[0], reference, atol=1e-10)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_alignment_works_for_other_dimensions(k):
+    rng = np.random.default_rng(6)
+    truth = simple_structure(120, k, rng)
+    draws = np.stack([truth @ random_orthogonal(k, rng) for _ in range(10)])
+    rotations = alignment_rotations(draws)
+    aligned = np.einsum("sik,skl->sil", draws, rotations)
+    assert np.max(np.abs(aligned - aligned[0])) < 1e-8

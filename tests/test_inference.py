@@ -1,0 +1,133 @@
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from benchmirt_bayes import MissingExtraError, fit_posterior
+from benchmirt_bayes.inference import (
+    FitSettings,
+    assemble_posterior,
+    fit_once,
+    fit_settings_from_attrs,
+    responses_from_tree,
+)
+
+from .conftest import correlation
+
+
+def assert_common_structure(fit, responses, method):
+    post = fit["posterior"]
+    assert post["ability"].dims == ("chain", "draw", "llm", "dimension")
+    assert post["loading"].dims == ("chain", "draw", "item", "dimension")
+    for name in ("intercept", "difficulty", "mdisc"):
+        assert post[name].dims == ("chain", "draw", "item")
+    for name in ("benchmark_loading_mean", "benchmark_loading_spread", "benchmark_intercept_mean",
+                 "benchmark_intercept_spread"):
+        assert name in post
+    assert not any(name.endswith("_z") or name.endswith("_raw") for name in post.data_vars)
+    assert "sample_stats" in fit.children and "observed_data" in fit.children
+    assert fit.attrs["benchmirt_method"] == method
+    assert fit.attrs["benchmirt_data_hash"] == responses.data_hash()
+    assert json.loads(fit.attrs["benchmirt_spec"])["name"] == "exploratory"
+    assert "pymc" in json.loads(fit.attrs["benchmirt_versions"])
+    assert responses_from_tree(fit) == responses
+    np.testing.assert_allclose(post["mdisc"], np.sqrt((post["loading"] ** 2).sum("dimension")))
+    np.testing.assert_allclose(post["difficulty"], -post["intercept"] / post["mdisc"])
+
+
+def test_advi_returns_the_common_structure(advi_fit, small_sim):
+    assert_common_structure(advi_fit, small_sim.responses, "advi")
+    elbo = advi_fit["elbo"]
+    assert elbo["elbo"].dims == ("restart", "step")
+    assert elbo.attrs["stopping_rule_fired"] in (0, 1)
+    assert advi_fit["posterior"].sizes["draw"] == 200
+
+
+def test_map_returns_the_common_structure(map_fit, tiny_sim):
+    assert_common_structure(map_fit, tiny_sim.responses, "map")
+    assert map_fit["posterior"].sizes["chain"] == 1 and map_fit["posterior"].sizes["draw"] == 1
+
+
+def test_nuts_returns_the_common_structure(nuts_fit, tiny_sim):
+    assert_common_structure(nuts_fit, tiny_sim.responses, "nuts")
+    assert "diverging" in nuts_fit["sample_stats"]
+    assert nuts_fit.attrs["benchmirt_sampler"] == "nutpie"
+
+
+def test_advi_recovers_the_truth(advi_fit, small_sim):
+    from benchmirt_bayes.identification import procrustes
+    truth = small_sim.truth
+    loading = advi_fit["posterior"]["loading"].mean(("chain", "draw")).values
+    rotation = procrustes(loading, truth["loading"].values)
+    ability = advi_fit["posterior"]["ability"].mean(("chain", "draw")).values @ rotation
+    for k in range(2):
+        assert correlation(ability[:, k], truth["ability"].values[:, k]) > 0.9
+    assert correlation(advi_fit["posterior"]["intercept"].mean(("chain", "draw")),
+                       truth["intercept"]) > 0.9
+
+
+def test_advi_is_seeded(small_sim):
+    kwargs = {"method": "advi", "draws": 20, "advi_max_steps": 300, "progressbar": False}
+    a = fit_posterior(small_sim.responses, 2, random_seed=9, **kwargs)
+    b = fit_posterior(small_sim.responses, 2, random_seed=9, **kwargs)
+    c = fit_posterior(small_sim.responses, 2, random_seed=10, **kwargs)
+    xr.testing.assert_equal(a["posterior"]["ability"], b["posterior"]["ability"])
+    assert not np.allclose(a["posterior"]["ability"], c["posterior"]["ability"])
+
+
+def test_fit_is_reproducible_from_its_attrs(tiny_sim):
+    fit = fit_posterior(tiny_sim.responses, 2, method="advi", draws=20, advi_max_steps=300,
+                        progressbar=False)  # seed drawn from the OS and stored
+    settings, seed, restarts = fit_settings_from_attrs(fit)
+    raw = [fit_once(tiny_sim.responses, settings, seed)]
+    again = assemble_posterior(tiny_sim.responses, settings, raw, seed)
+    np.testing.assert_allclose(again["posterior"]["ability"], fit["posterior"]["ability"])
+
+
+def test_missing_sampler_names_the_extra(tiny_sim, monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "numpyro":
+            raise ImportError("no numpyro")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    import importlib
+    monkeypatch.setattr(importlib, "import_module", lambda name: fake_import(name))
+    with pytest.raises(MissingExtraError, match=r"benchmirt_bayes\[jax\]"):
+        fit_posterior(tiny_sim.responses, 2, method="nuts", sampler="numpyro")
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"method": "gibbs"}, "method must be one of"),
+    ({"sampler": "stan"}, "sampler must be one of"),
+    ({"draws": 0}, "draws must be a positive integer"),
+    ({"restarts": 0}, "restarts must be a positive integer"),
+])
+def test_bad_arguments_are_explained(tiny_sim, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        fit_posterior(tiny_sim.responses, 2, **kwargs)
+
+
+def test_restarts_are_chains_with_a_restart_coordinate(tiny_sim, tmp_path):
+    kwargs = {"method": "advi", "draws": 30, "advi_max_steps": 400, "progressbar": False}
+    fit = fit_posterior(tiny_sim.responses, 2, restarts=2, random_seed=3, restart_dir=tmp_path, **kwargs)
+    post = fit["posterior"]
+    assert post.sizes["chain"] == 2 and post["restart"].values.tolist() == [0, 1]
+    seeds = json.loads(fit.attrs["benchmirt_restart_seeds"])
+    assert len(set(seeds)) == 2 and seeds[0] == 3
+    saved = sorted(p.name for p in tmp_path.glob("restart_*.nc"))
+    assert len(saved) == 2
+    # a rerun with the same folder loads the finished restarts instead of refitting
+    again = fit_posterior(tiny_sim.responses, 2, restarts=2, random_seed=3, restart_dir=tmp_path,
+                          **kwargs)
+    assert again.attrs["benchmirt_fit_seconds"] == fit.attrs["benchmirt_fit_seconds"]
+    xr.testing.assert_allclose(again["posterior"]["ability"], post["ability"])
+
+
+def test_settings_round_trip():
+    settings = FitSettings(2, "advi", "none", 10, 0, 1, "{}")
+    assert FitSettings(**json.loads(json.dumps(settings.__dict__))) == settings

@@ -1,0 +1,83 @@
+import numpy as np
+import pymc as pm
+import pytensor
+import pytest
+
+from benchmirt_bayes import build_model, load_spec
+
+
+def test_variables_and_dims(tiny_sim):
+    model = build_model(tiny_sim.responses, 2)
+    dims = model.named_vars_to_dims
+    assert dims["ability"] == ("llm", "dimension")
+    assert dims["loading"] == ("item", "dimension")
+    assert dims["intercept"] == ("item",)
+    assert dims["benchmark_loading_mean"] == ("benchmark", "dimension")
+    assert dims["benchmark_loading_spread"] == ("benchmark",)
+    assert "subgroup_intercept_offset" in model.named_vars  # HarmBench etc. have subgroups
+    observed = model["correct"]
+    assert observed.eval().shape == (tiny_sim.responses.n_observed,)
+    assert "llm" in model.coords and "model" not in model.coords
+
+
+def test_likelihood_matches_a_hand_written_one(tiny_sim):
+    responses = tiny_sim.responses
+    model = build_model(responses, 2)
+    point = model.initial_point(random_seed=1)
+    rng = np.random.default_rng(0)
+    point = {k: v + rng.normal(0, 0.3, size=np.shape(v)) for k, v in point.items()}
+    outputs = [*model.replace_rvs_by_values([model["ability"], model["loading"], model["intercept"]]),
+               model.logp(vars=[model["correct"]], sum=True)]
+    fn = pytensor.function(model.value_vars, outputs, on_unused_input="ignore")
+    ability, loading, intercept, logp = fn(*[point[v.name] for v in model.value_vars])
+    logits = ability @ loading.T + intercept
+    y = responses.values
+    mask = responses.observed
+    expected = np.sum((y * logits - np.logaddexp(0, logits))[mask])
+    assert logp == pytest.approx(expected, rel=1e-9)
+
+
+def test_abilities_sum_to_zero_over_llms(tiny_sim):
+    model = build_model(tiny_sim.responses, 3)
+    draw = pm.draw(model["ability"], random_seed=1)
+    assert draw.shape == (tiny_sim.responses.n_llms, 3)
+    np.testing.assert_allclose(draw.sum(axis=0), 0, atol=1e-9)
+
+
+def test_one_dimension_is_a_2pl(tiny_sim):
+    model = build_model(tiny_sim.responses, 1, spec="2pl")
+    assert model.coords["dimension"] == ("dim_1",)
+
+
+def test_confirmatory_pattern_zeros_loadings(tiny_sim):
+    spec = load_spec("confirmatory_safety_reasoning")
+    model = build_model(tiny_sim.responses, 2, spec=spec)
+    loading = pm.draw(model["loading"], random_seed=2)
+    bench = tiny_sim.responses.benchmarks
+    dims = list(model.coords["dimension"])
+    assert dims == ["safety", "reasoning"]
+    assert np.all(loading[bench == "MATH", dims.index("safety")] == 0)
+    assert np.all(loading[bench == "HarmBench", dims.index("reasoning")] == 0)
+    assert np.all(loading[bench == "BBQ"] != 0)  # unlisted: loads on both
+    corr = pm.draw(model["ability_correlation"], random_seed=2)
+    np.testing.assert_allclose(np.diag(corr), 1.0)
+    with pytest.raises(ValueError, match="defines 2 dimensions"):
+        build_model(tiny_sim.responses, 3, spec=spec)
+
+
+def test_anchored_identification_option(tiny_sim):
+    model = build_model(tiny_sim.responses, 2, spec={"identification": {"anchors": "auto"}})
+    anchors = model.benchmirt_anchors
+    assert anchors.kind == "benchmark" and len(anchors.codes) == 2
+    mean = pm.draw(model["benchmark_loading_mean"], random_seed=3)
+    block = mean[anchors.codes]
+    assert block[0, 1] == 0 and block[0, 0] > 0 and block[1, 1] > 0
+    named = build_model(tiny_sim.responses, 2, spec={"identification": {"anchors": ["HarmBench", "MATH"]}})
+    assert named.benchmirt_anchors.names == ["HarmBench", "MATH"]
+
+
+def test_bad_arguments(tiny_sim):
+    with pytest.raises(ValueError, match="n_dims"):
+        build_model(tiny_sim.responses, 0)
+    with pytest.raises(TypeError, match="ResponseMatrix"):
+        build_model(tiny_sim.responses.values, 2)
