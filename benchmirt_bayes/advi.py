@@ -35,8 +35,8 @@ class ElboConvergence:
         """PyMC callback: check every ``window`` steps."""
         if step % self.window or step < 2 * self.window:
             return
-        last = float(np.mean(losses[-self.window:]))
-        previous = float(np.mean(losses[-2 * self.window:-self.window]))
+        last = float(np.mean(losses[-self.window :]))
+        previous = float(np.mean(losses[-2 * self.window : -self.window]))
         change = abs(previous - last) / max(abs(last), 1e-12)
         self.relative_changes.append(change)
         if change < self.tolerance:

@@ -19,14 +19,19 @@ EPILOG = """examples:
 
 
 def _add_data_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("data", help="responses: .nc (ResponseMatrix), CSV/Parquet, .jsonl, or a "
-                        "folder of lm-evaluation-harness logs")
-    parser.add_argument("--format", default="auto",
-                        choices=["auto", "long", "wide", "wide_items", "pyirt", "lm_eval"])
+    parser.add_argument(
+        "data",
+        help="responses: .nc (ResponseMatrix), CSV/Parquet, .jsonl, or a "
+        "folder of lm-evaluation-harness logs",
+    )
+    parser.add_argument(
+        "--format", default="auto", choices=["auto", "long", "wide", "wide_items", "pyirt", "lm_eval"]
+    )
     parser.add_argument("--item-metadata", default=None, help="item metadata table")
     parser.add_argument("--benchmark", default=None, help="single benchmark name for all items")
-    parser.add_argument("--binarize", type=float, default=None,
-                        help="threshold for continuous scores (score >= T is 1)")
+    parser.add_argument(
+        "--binarize", type=float, default=None, help="threshold for continuous scores (score >= T is 1)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,8 +87,13 @@ def _load_data(args: argparse.Namespace):
     path = Path(args.data)
     if path.suffix == ".nc":
         return read_response_netcdf(path)
-    return load_responses(path, format=args.format, item_metadata=args.item_metadata,
-                          benchmark=args.benchmark, binarize=args.binarize)
+    return load_responses(
+        path,
+        format=args.format,
+        item_metadata=args.item_metadata,
+        benchmark=args.benchmark,
+        binarize=args.binarize,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -132,9 +142,18 @@ def _fit(args: argparse.Namespace) -> int:
     responses = _load_data(args)
     print(f"fitting {responses} with {args.dims} dimension(s), method={args.method}")
     start = time.perf_counter()
-    fit = fit_posterior(responses, args.dims, method=args.method, sampler=args.sampler,
-                        draws=args.draws, tune=args.tune, chains=args.chains,
-                        restarts=args.restarts, spec=args.spec, random_seed=args.seed)
+    fit = fit_posterior(
+        responses,
+        args.dims,
+        method=args.method,
+        sampler=args.sampler,
+        draws=args.draws,
+        tune=args.tune,
+        chains=args.chains,
+        restarts=args.restarts,
+        spec=args.spec,
+        random_seed=args.seed,
+    )
     save_posterior(fit, args.out)
     print(f"done in {time.perf_counter() - start:.1f} s; posterior written to {args.out}")
     return 0

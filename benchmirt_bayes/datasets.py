@@ -15,9 +15,7 @@ STORED_SIMULATION = DATA_DIR / "benchmirt_simulated.nc"
 REGENERATE_COMMAND = "benchmirt simulate --scale 1.0 --seed 20260301 --out data/benchmirt_simulated.nc"
 
 
-def write_simulated(
-    path: str | Path, *, scale: float = 1.0, n_llms: int = 100, seed: int = 20260301
-) -> Path:
+def write_simulated(path: str | Path, *, scale: float = 1.0, n_llms: int = 100, seed: int = 20260301) -> Path:
     """Simulate and write responses and truth to one compressed netCDF file."""
     sim = simulate_benchmirt(scale=scale, n_llms=n_llms, seed=seed)
     path = Path(path)
@@ -28,8 +26,13 @@ def write_simulated(
     ds.attrs = {f"simulation_{k}": v for k, v in sim.truth.attrs.items()}
     ds.attrs["regenerate"] = REGENERATE_COMMAND
     encoding: dict[str, dict] = {
-        "correct": {"dtype": "int8", "_FillValue": -1, "zlib": True, "complevel": 9,
-                    "chunksizes": (n_llms, min(4096, sim.responses.n_items))},
+        "correct": {
+            "dtype": "int8",
+            "_FillValue": -1,
+            "zlib": True,
+            "complevel": 9,
+            "chunksizes": (n_llms, min(4096, sim.responses.n_items)),
+        },
     }
     for name in ds.data_vars:
         if name != "correct":
@@ -63,6 +66,7 @@ def load_builtin(path: str | Path = STORED_SIMULATION) -> SimulatedBenchmark:
     truth = ds[[n for n in ds.data_vars if n.startswith("true_")]]
     truth = truth.rename({n: n.removeprefix("true_") for n in truth.data_vars}).astype(float)
     truth = truth.assign_coords(responses.data.coords)
-    truth.attrs = {k.removeprefix("simulation_"): v for k, v in ds.attrs.items()
-                   if k.startswith("simulation_")}
+    truth.attrs = {
+        k.removeprefix("simulation_"): v for k, v in ds.attrs.items() if k.startswith("simulation_")
+    }
     return SimulatedBenchmark(responses, truth)

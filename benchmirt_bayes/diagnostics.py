@@ -103,11 +103,14 @@ def check_convergence(
     if method == "map":
         table = pd.DataFrame({"note": ["a MAP fit is one point: no convergence diagnostics"]})
         return ConvergenceReport(
-            True, method, table,
+            True,
+            method,
+            table,
             messages=["MAP gives a point estimate only; use method='nuts' for uncertainty"],
         )
-    return _check_nuts(posterior, names, rhat_max, ess_bulk_min, ess_tail_min, max_divergences,
-                       max_treedepth_share, bfmi_min)
+    return _check_nuts(
+        posterior, names, rhat_max, ess_bulk_min, ess_tail_min, max_divergences, max_treedepth_share, bfmi_min
+    )
 
 
 def _check_nuts(
@@ -130,14 +133,16 @@ def _check_nuts(
     for name in names:
         r, b, t = rhat[name].values, ess_bulk[name].values, ess_tail[name].values
         failing = (r > rhat_max) | (b < ess_bulk_min) | (t < ess_tail_min)
-        rows.append({
-            "variable": name,
-            "elements": r.size,
-            "max_rhat": float(np.nanmax(r)),
-            "min_ess_bulk": float(np.nanmin(b)),
-            "min_ess_tail": float(np.nanmin(t)),
-            "failing": int(failing.sum()),
-        })
+        rows.append(
+            {
+                "variable": name,
+                "elements": r.size,
+                "max_rhat": float(np.nanmax(r)),
+                "min_ess_bulk": float(np.nanmin(b)),
+                "min_ess_tail": float(np.nanmin(t)),
+                "failing": int(failing.sum()),
+            }
+        )
     table = pd.DataFrame(rows).set_index("variable")
     messages, ok = [], True
     worst_rhat = table["max_rhat"].max()
@@ -209,10 +214,20 @@ def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceR
         window = int(elbo.attrs.get("window", 200))
         tol = tolerance if tolerance is not None else float(elbo.attrs.get("tolerance", 1e-3))
         change = relative_elbo_change(record, window)
-        fired = bool(elbo.attrs.get("stopping_rule_fired", 0)) if elbo.sizes["restart"] == 1 \
+        fired = (
+            bool(elbo.attrs.get("stopping_rule_fired", 0))
+            if elbo.sizes["restart"] == 1
             else bool(np.isfinite(change) and change < tol)
-        rows.append({"restart": int(restart), "steps": record.size, "final_elbo": record[-1],
-                     "relative_change_last_window": change, "stopping_rule_fired": fired})
+        )
+        rows.append(
+            {
+                "restart": int(restart),
+                "steps": record.size,
+                "final_elbo": record[-1],
+                "relative_change_last_window": change,
+                "stopping_rule_fired": fired,
+            }
+        )
         if not np.isfinite(change) or change > tol:
             ok = False
             messages.append(
@@ -226,14 +241,18 @@ def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceR
         "results with NUTS"
     )
     table = pd.DataFrame(rows).set_index("restart")
-    return ConvergenceReport(ok, posterior.attrs.get("benchmirt_method", "advi"), table,
-                             {"min_relative_change": float(table["relative_change_last_window"].min())},
-                             messages)
+    return ConvergenceReport(
+        ok,
+        posterior.attrs.get("benchmirt_method", "advi"),
+        table,
+        {"min_relative_change": float(table["relative_change_last_window"].min())},
+        messages,
+    )
 
 
 def relative_elbo_change(elbo: np.ndarray, window: int) -> float:
     """Relative change of the mean ELBO between the last two windows (NaN if too short)."""
     if elbo.size < 2 * window:
         return float("nan")
-    last, previous = elbo[-window:].mean(), elbo[-2 * window:-window].mean()
+    last, previous = elbo[-window:].mean(), elbo[-2 * window : -window].mean()
     return float(abs(last - previous) / max(abs(last), 1e-12))

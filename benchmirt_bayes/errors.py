@@ -42,8 +42,7 @@ class MissingExtraError(ImportError):
 
 def limit_listing(values: Iterable[object], most: int = 10) -> str:
     """Render up to ``most`` values for an error message, with a count of the rest."""
-    values = [str(v) if isinstance(v, str) else v.item() if hasattr(v, "item") else v
-              for v in values]
+    values = [str(v) if isinstance(v, str) else v.item() if hasattr(v, "item") else v for v in values]
     shown = ", ".join(repr(v) for v in values[:most])
     if len(values) > most:
         shown += f", … ({len(values) - most} more)"

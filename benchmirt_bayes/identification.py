@@ -25,8 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def varimax(loadings: np.ndarray, *, gamma: float = 1.0, max_iter: int = 500,
-            tol: float = 1e-8) -> np.ndarray:
+def varimax(
+    loadings: np.ndarray, *, gamma: float = 1.0, max_iter: int = 500, tol: float = 1e-8
+) -> np.ndarray:
     """Orthogonal rotation matrix ``R`` such that ``loadings @ R`` is varimax-simple.
 
     Parameters
@@ -35,6 +36,8 @@ def varimax(loadings: np.ndarray, *, gamma: float = 1.0, max_iter: int = 500,
         ``(items, K)`` matrix.
     gamma
         1 for varimax, 0 for quartimax.
+    max_iter, tol
+        Iteration limit and relative-improvement tolerance of the SVD algorithm.
 
     """
     n, k = loadings.shape

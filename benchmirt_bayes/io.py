@@ -66,8 +66,7 @@ def load_posterior(path: str | Path, responses: ResponseMatrix | None = None) ->
             tree = xr.open_datatree(path, engine="h5netcdf").load()
     except Exception as exc:
         raise PosteriorFileError(
-            f"{path} is not a readable posterior file (truncated or corrupt?): "
-            f"{type(exc).__name__}: {exc}"
+            f"{path} is not a readable posterior file (truncated or corrupt?): {type(exc).__name__}: {exc}"
         ) from exc
     _check_tree(tree, str(path))
     if responses is not None:
@@ -84,6 +83,5 @@ def _check_tree(tree: xr.DataTree, where: str) -> None:
     missing = [g for g in REQUIRED_GROUPS if g not in tree.children]
     if missing or "benchmirt_data_hash" not in tree.attrs:
         raise PosteriorFileError(
-            f"{where} is not a benchmirt_bayes posterior (missing groups {missing} "
-            "or provenance attrs)"
+            f"{where} is not a benchmirt_bayes posterior (missing groups {missing} or provenance attrs)"
         )

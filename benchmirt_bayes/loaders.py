@@ -134,21 +134,38 @@ def load_responses(
     meta = None if item_metadata is None else read_table(item_metadata)
     if format == "long":
         return from_long_frame(
-            table, meta, llm_col=llm_col, item_col=item_col, correct_col=correct_col,
-            benchmark=benchmark, subgroup_col=subgroup_col, binarize=binarize, source=label,
+            table,
+            meta,
+            llm_col=llm_col,
+            item_col=item_col,
+            correct_col=correct_col,
+            benchmark=benchmark,
+            subgroup_col=subgroup_col,
+            binarize=binarize,
+            source=label,
         )
     if format == "wide":
         scores = table.set_index(table.columns[0])
         scores.index = scores.index.astype(str)
         return from_wide_frame(
-            scores, meta, item_col=item_col, benchmark=benchmark, subgroup_col=subgroup_col,
-            binarize=binarize, source=label,
+            scores,
+            meta,
+            item_col=item_col,
+            benchmark=benchmark,
+            subgroup_col=subgroup_col,
+            binarize=binarize,
+            source=label,
         )
     if format == "wide_items":
         return _from_items_as_rows(
-            table, meta, item_col=item_col if item_col != "item" else "question_id",
-            metadata_columns=metadata_columns, benchmark=benchmark, subgroup_col=subgroup_col,
-            binarize=binarize, source=label,
+            table,
+            meta,
+            item_col=item_col if item_col != "item" else "question_id",
+            metadata_columns=metadata_columns,
+            benchmark=benchmark,
+            subgroup_col=subgroup_col,
+            binarize=binarize,
+            source=label,
         )
     raise ValueError(f"unknown format {format!r}; use one of {Format.__args__}")
 
@@ -213,8 +230,10 @@ def from_long_frame(
     missing_cols = [c for c in (llm_col, item_col, correct_col) if c not in table.columns]
     if missing_cols:
         raise ResponseDataError(
-            [f"long table lacks column(s) {missing_cols}; it has {list(table.columns)[:20]} "
-             "(set llm_col=, item_col=, correct_col=)"],
+            [
+                f"long table lacks column(s) {missing_cols}; it has {list(table.columns)[:20]} "
+                "(set llm_col=, item_col=, correct_col=)"
+            ],
             source=source,
         )
     problems: list[str] = []
@@ -246,14 +265,18 @@ def from_long_frame(
     if item_metadata is None:
         extra = [c for c in table.columns if c not in (llm_col, item_col, correct_col)]
         if "benchmark" in extra:
-            item_metadata = (
-                table[[item_col, *extra]].astype({item_col: str}).drop_duplicates(item_col)
-            )
+            item_metadata = table[[item_col, *extra]].astype({item_col: str}).drop_duplicates(item_col)
     wide = frame.pivot(index=LLM_DIM, columns=ITEM_DIM, values="correct")
     wide = wide.reindex(index=pd.unique(frame[LLM_DIM]), columns=pd.unique(frame[ITEM_DIM]))
     return from_wide_frame(
-        wide, item_metadata, item_col=item_col, benchmark=benchmark, subgroup_col=subgroup_col,
-        binarize=binarize, source=source, earlier_problems=problems,
+        wide,
+        item_metadata,
+        item_col=item_col,
+        benchmark=benchmark,
+        subgroup_col=subgroup_col,
+        binarize=binarize,
+        source=source,
+        earlier_problems=problems,
     )
 
 
@@ -280,8 +303,10 @@ def from_wide_frame(
     non_numeric = scores.notna().to_numpy() & values.isna().to_numpy()
     if non_numeric.any():
         rows, cols = np.nonzero(non_numeric)
-        cells = [f"({scores.index[r]}, {scores.columns[c]})={scores.iat[r, c]!r}"
-                 for r, c in zip(rows[:10], cols[:10], strict=True)]
+        cells = [
+            f"({scores.index[r]}, {scores.columns[c]})={scores.iat[r, c]!r}"
+            for r, c in zip(rows[:10], cols[:10], strict=True)
+        ]
         problems.append(f"{int(non_numeric.sum())} non-numeric value(s): " + ", ".join(cells))
     array = values.to_numpy(dtype=float)
     if binarize is not None:
@@ -388,8 +413,13 @@ def _from_items_as_rows(
         raise ResponseDataError(["no LLM score columns besides the metadata columns"], source=source)
     scores = table.set_index(item_col)[llm_columns].T
     return from_wide_frame(
-        scores, meta, item_col=item_col, benchmark=benchmark, subgroup_col=subgroup_col,
-        binarize=binarize, source=source,
+        scores,
+        meta,
+        item_col=item_col,
+        benchmark=benchmark,
+        subgroup_col=subgroup_col,
+        binarize=binarize,
+        source=source,
     )
 
 

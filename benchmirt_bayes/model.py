@@ -14,7 +14,7 @@ name                            dims                        meaning
 ``benchmark_loading_spread``    (benchmark,)                item spread around it
 ``benchmark_intercept_mean``    (benchmark,)                pooled mean intercept
 ``benchmark_intercept_spread``  (benchmark,)                item spread around it
-``subgroup_intercept_offset``   (subgroup_key,)             subgroup shift (if any)
+``subgroup_intercept_offset``   (subgroup_key,)             subgroup shift, zero-sum per benchmark
 ``ability_correlation``         (dimension, dimension_b)    LKJ correlation (if used)
 ==============================  ==========================  ===========================
 """
@@ -49,15 +49,19 @@ class ModelIndex:
     subgroup_of_item: np.ndarray
     observed_flat: np.ndarray
     observed_values: np.ndarray
+    benchmark_of_subgroup: np.ndarray
 
     @classmethod
     def from_responses(cls, responses: ResponseMatrix) -> ModelIndex:
         """Build the codes from a response matrix."""
         bench_codes, benchmarks = pd.factorize(responses.benchmarks)
-        keys = np.char.add(np.char.add(responses.benchmarks.astype(str), "/"),
-                           responses.subgroups.astype(str))
+        keys = np.char.add(
+            np.char.add(responses.benchmarks.astype(str), "/"), responses.subgroups.astype(str)
+        )
         sub_codes, subgroup_keys = pd.factorize(keys)
         flat = np.flatnonzero(responses.observed.ravel())
+        benchmark_of_subgroup = np.zeros(len(subgroup_keys), dtype=np.int64)
+        benchmark_of_subgroup[sub_codes] = bench_codes
         return cls(
             list(map(str, benchmarks)),
             bench_codes,
@@ -65,6 +69,7 @@ class ModelIndex:
             sub_codes,
             flat,
             responses.values.ravel()[flat].astype(np.int8),
+            benchmark_of_subgroup,
         )
 
     @property
@@ -134,8 +139,9 @@ def resolve_anchors(
     return Anchors("item", codes, [str(responses.items[c]) for c in codes])
 
 
-def _anchored(free: pt.TensorVariable, anchors: Anchors, name: str, sigma: float,
-              n_dims: int) -> pt.TensorVariable:
+def _anchored(
+    free: pt.TensorVariable, anchors: Anchors, name: str, sigma: float, n_dims: int
+) -> pt.TensorVariable:
     """Replace the anchor rows of ``free`` by a lower-triangular block with positive diagonal."""
     diagonal = pm.HalfNormal(f"{name}_anchor_diagonal", sigma, dims="dimension")
     rows = np.asarray(anchors.codes)
@@ -184,9 +190,7 @@ def build_model(
     spec = load_spec(spec)
     dims = dimension_names(n_dims, spec)
     if len(dims) != n_dims:
-        raise ValueError(
-            f"spec {spec.name!r} defines {len(dims)} dimensions {dims}, but n_dims={n_dims}"
-        )
+        raise ValueError(f"spec {spec.name!r} defines {len(dims)} dimensions {dims}, but n_dims={n_dims}")
     index = ModelIndex.from_responses(responses)
     pattern = loading_pattern(index.benchmarks, dims, spec)
     anchors = resolve_anchors(responses, index, n_dims, spec)
@@ -214,12 +218,12 @@ def build_model(
 
         # ----------------------------------------------------------- loadings
         pattern_t = pt.as_tensor(pattern)
-        load_mean = pm.Normal("benchmark_loading_mean_free", 0.0, ld["mean_sigma"],
-                              dims=("benchmark", "dimension"))
+        load_mean = pm.Normal(
+            "benchmark_loading_mean_free", 0.0, ld["mean_sigma"], dims=("benchmark", "dimension")
+        )
         if anchors is not None and anchors.kind == "benchmark":
             load_mean = _anchored(load_mean, anchors, "benchmark_loading", ld["mean_sigma"], n_dims)
-        load_mean = pm.Deterministic("benchmark_loading_mean", load_mean,
-                                     dims=("benchmark", "dimension"))
+        load_mean = pm.Deterministic("benchmark_loading_mean", load_mean, dims=("benchmark", "dimension"))
         load_spread = pm.HalfNormal("benchmark_loading_spread", ld["spread_sigma"], dims="benchmark")
         centre = (load_mean * pattern_t)[bench]
         scale = load_spread[bench][:, None] * pattern_t[bench]
@@ -227,27 +231,33 @@ def build_model(
             z = pm.Normal("loading_z", 0.0, 1.0, dims=(ITEM_DIM, "dimension"))
             loading = centre + scale * z
         else:
-            free = pm.Normal("loading_free", centre, pt.maximum(scale, 1e-6),
-                             dims=(ITEM_DIM, "dimension"))
+            free = pm.Normal("loading_free", centre, pt.maximum(scale, 1e-6), dims=(ITEM_DIM, "dimension"))
             loading = free * pattern_t[bench]
         if anchors is not None and anchors.kind == "item":
             loading = _anchored(loading, anchors, "item_loading", ld["mean_sigma"] * 2, n_dims)
         loading = pm.Deterministic("loading", loading, dims=(ITEM_DIM, "dimension"))
 
         # --------------------------------------------------------- intercepts
-        int_mean = pm.Normal("benchmark_intercept_mean", ic["mean_mu"], ic["mean_sigma"],
-                             dims="benchmark")
-        int_spread = pm.HalfNormal("benchmark_intercept_spread", ic["spread_sigma"],
-                                   dims="benchmark")
+        int_mean = pm.Normal("benchmark_intercept_mean", ic["mean_mu"], ic["mean_sigma"], dims="benchmark")
+        int_spread = pm.HalfNormal("benchmark_intercept_spread", ic["spread_sigma"], dims="benchmark")
         int_centre = int_mean[bench]
         if index.has_subgroups:
-            offset = pm.Normal("subgroup_intercept_offset", 0.0, ic["subgroup_sigma"],
-                               dims="subgroup_key")
+            # offsets sum to zero within each benchmark: otherwise the benchmark mean and
+            # its subgroups' offsets trade off freely and never mix
+            raw_offset = pm.Normal(
+                "subgroup_intercept_offset_raw", 0.0, ic["subgroup_sigma"], dims="subgroup_key"
+            )
+            bench_of_key = np.asarray(index.benchmark_of_subgroup)
+            key_counts = np.bincount(bench_of_key, minlength=len(index.benchmarks))
+            group_mean = pt.zeros(len(index.benchmarks))
+            group_mean = pt.inc_subtensor(group_mean[bench_of_key], raw_offset) / key_counts
+            offset = pm.Deterministic(
+                "subgroup_intercept_offset", raw_offset - group_mean[bench_of_key], dims="subgroup_key"
+            )
             int_centre = int_centre + offset[index.subgroup_of_item]
         if ic["noncentered"]:
             zi = pm.Normal("intercept_z", 0.0, 1.0, dims=ITEM_DIM)
-            intercept = pm.Deterministic("intercept", int_centre + int_spread[bench] * zi,
-                                         dims=ITEM_DIM)
+            intercept = pm.Deterministic("intercept", int_centre + int_spread[bench] * zi, dims=ITEM_DIM)
         else:
             intercept = pm.Normal("intercept", int_centre, int_spread[bench], dims=ITEM_DIM)
 

@@ -33,24 +33,31 @@ def diagnostic_quantities(
         var = post["benchmark_loading_mean"]
         for dim in var["dimension"].values:
             bench = var["benchmark"].values[0]
-            quantities.append((f"benchmark_loading_mean[{bench}, {dim}]",
-                               var.sel(benchmark=bench, dimension=dim).values))
+            quantities.append(
+                (f"benchmark_loading_mean[{bench}, {dim}]", var.sel(benchmark=bench, dimension=dim).values)
+            )
     rng = np.random.default_rng(seed)
     llms = post["llm"].values
     chosen = rng.choice(llms.size, size=min(n_abilities, llms.size), replace=False)
     dims = post["dimension"].values
     for position, j in enumerate(chosen):
         dim = dims[position % dims.size]
-        quantities.append((f"ability[{llms[j]}, {dim}]",
-                           post["ability"].sel(llm=llms[j], dimension=dim).values))
+        quantities.append(
+            (f"ability[{llms[j]}, {dim}]", post["ability"].sel(llm=llms[j], dimension=dim).values)
+        )
     return quantities
 
 
 def plot_trace_rank(posterior: xr.DataTree, *, n_abilities: int = 4, seed: int = 0) -> Figure:
     """Trace (left) and rank histogram per chain (right) for key quantities."""
     quantities = diagnostic_quantities(posterior, n_abilities=n_abilities, seed=seed)
-    fig, axes = plt.subplots(len(quantities), 2, figsize=(11, 1.8 * len(quantities)),
-                             squeeze=False, gridspec_kw={"width_ratios": [3, 1.4]})
+    fig, axes = plt.subplots(
+        len(quantities),
+        2,
+        figsize=(11, 1.8 * len(quantities)),
+        squeeze=False,
+        gridspec_kw={"width_ratios": [3, 1.4]},
+    )
     for row, (label, values) in enumerate(quantities):
         trace_ax, rank_ax = axes[row]
         n_chain, n_draw = values.shape
@@ -96,16 +103,26 @@ def plot_energy(posterior: xr.DataTree) -> Figure:
 def plot_ppc(scores: xr.Dataset, *, ci_prob: float = 0.94) -> Figure:
     """Observed vs predicted mean score per (LLM, group), one colour per group, with intervals."""
     predicted = scores["predicted"]
-    low, high = (predicted.quantile(q, dim="sample_index").values
-                 for q in ((1 - ci_prob) / 2, (1 + ci_prob) / 2))
+    low, high = (
+        predicted.quantile(q, dim="sample_index").values for q in ((1 - ci_prob) / 2, (1 + ci_prob) / 2)
+    )
     mean = predicted.mean("sample_index").values
     observed = scores["observed"].values
     groups = scores["group"].values
     fig, ax = plt.subplots(figsize=(7.5, 6.5))
     cmap = plt.get_cmap("tab20", max(len(groups), 1))
     for g, name in enumerate(groups):
-        ax.errorbar(mean[:, g], observed[:, g], xerr=[mean[:, g] - low[:, g], high[:, g] - mean[:, g]],
-                    fmt="o", ms=2.5, lw=0.4, alpha=0.7, color=cmap(g), label=str(name))
+        ax.errorbar(
+            mean[:, g],
+            observed[:, g],
+            xerr=[mean[:, g] - low[:, g], high[:, g] - mean[:, g]],
+            fmt="o",
+            ms=2.5,
+            lw=0.4,
+            alpha=0.7,
+            color=cmap(g),
+            label=str(name),
+        )
     ax.plot([0, 1], [0, 1], color="k", lw=0.8)
     ax.set_xlabel(f"predicted mean score (posterior mean, {ci_prob:.0%} interval)")
     ax.set_ylabel("observed mean score")
@@ -143,13 +160,150 @@ def plot_restart_loadings(posterior: xr.DataTree, *, max_items: int = 2000, seed
     for k, dim in enumerate(dims):
         ax = axes[0, k]
         for r in range(1, len(loadings)):
-            ax.scatter(loadings[0][chosen, k], loadings[r][chosen, k], s=3, alpha=0.4,
-                       label=f"restart {r}")
+            ax.scatter(loadings[0][chosen, k], loadings[r][chosen, k], s=3, alpha=0.4, label=f"restart {r}")
         lim = np.abs(loadings[0][chosen, k]).max() * 1.1
         ax.plot([-lim, lim], [-lim, lim], color="k", lw=0.7)
         ax.set_xlabel(f"restart 0 loading, {dim}")
         ax.set_ylabel("other restarts")
         ax.set_title(f"{dim} ({chosen.size} of {n_items} items)", fontsize=9)
     axes[0, 0].legend(fontsize=7, markerscale=3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_benchmark_heatmap(audit_table, *, title: str | None = None) -> Figure:
+    """What each benchmark (or subgroup) measures: correlation heatmap with intervals in each cell.
+
+    Parameters
+    ----------
+    audit_table
+        ``BenchmarkAudit.table`` from :func:`benchmirt_bayes.audit.benchmark_correlations`.
+    title
+        Figure title (default: a description of what is shown).
+
+    """
+    groups = list(dict.fromkeys(audit_table["group"]))
+    dims = list(dict.fromkeys(audit_table["dimension"]))
+    indexed = audit_table.set_index(["group", "dimension"])
+    mean = np.array([[indexed.loc[(g, d), "r_mean"] for d in dims] for g in groups])
+    fig, ax = plt.subplots(figsize=(2.2 + 2.0 * len(dims), 0.9 + 0.38 * len(groups)))
+    image = ax.imshow(mean, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+    for i, g in enumerate(groups):
+        for j, d in enumerate(dims):
+            row = indexed.loc[(g, d)]
+            colour = "white" if abs(row["r_mean"]) > 0.6 else "black"
+            ax.text(
+                j,
+                i,
+                f"{row['r_mean']:.2f}\n[{row['r_low']:.2f}, {row['r_high']:.2f}]",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color=colour,
+            )
+    ax.set_xticks(range(len(dims)), dims)
+    ax.set_yticks(range(len(groups)), groups, fontsize=8)
+    ax.xaxis.tick_top()
+    fig.colorbar(image, ax=ax, label="correlation: ability vs mean score", shrink=0.8)
+    ax.set_title(title or "What each group measures (posterior mean, 94% interval)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_item_loadings(
+    posterior: xr.DataTree, benchmark: str, *, color_by: str = "subgroup", dims: tuple[int, int] = (0, 1)
+) -> Figure:
+    """Scatter of one benchmark's item loadings (posterior means, 94% intervals), coloured by group."""
+    post = posterior["posterior"]
+    observed = posterior["observed_data"]
+    items = observed["item"].values[observed["benchmark"].values == benchmark]
+    if items.size == 0:
+        raise KeyError(f"no items of benchmark {benchmark!r}")
+    loading = post["loading"].sel(item=items)
+    mean = loading.mean(("chain", "draw")).values
+    low = loading.quantile(0.03, dim=("chain", "draw")).values
+    high = loading.quantile(0.97, dim=("chain", "draw")).values
+    labels = observed[color_by].sel(item=items).values
+    names = post["dimension"].values
+    fig, ax = plt.subplots(figsize=(6.5, 5.5))
+    x, y = dims
+    for label in dict.fromkeys(labels):
+        sel = labels == label
+        ax.errorbar(
+            mean[sel, x],
+            mean[sel, y],
+            xerr=[mean[sel, x] - low[sel, x], high[sel, x] - mean[sel, x]],
+            yerr=[mean[sel, y] - low[sel, y], high[sel, y] - mean[sel, y]],
+            fmt="o",
+            ms=3,
+            lw=0.3,
+            alpha=0.6,
+            label=f"{label} ({sel.sum()})",
+        )
+    ax.axhline(0, color="k", lw=0.6)
+    ax.axvline(0, color="k", lw=0.6)
+    ax.set_xlabel(f"loading on {names[x]}")
+    ax.set_ylabel(f"loading on {names[y]}")
+    ax.set_title(f"{benchmark}: item loadings by {color_by}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_ability_map(posterior: xr.DataTree, *, dims: tuple[int, int] = (0, 1), label_top: int = 8) -> Figure:
+    """LLMs in ability space: posterior means with 94% intervals on both axes."""
+    ability = posterior["posterior"]["ability"]
+    mean = ability.mean(("chain", "draw")).values
+    low = ability.quantile(0.03, dim=("chain", "draw")).values
+    high = ability.quantile(0.97, dim=("chain", "draw")).values
+    names = ability["dimension"].values
+    llms = ability["llm"].values
+    x, y = dims
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    ax.errorbar(
+        mean[:, x],
+        mean[:, y],
+        xerr=[mean[:, x] - low[:, x], high[:, x] - mean[:, x]],
+        yerr=[mean[:, y] - low[:, y], high[:, y] - mean[:, y]],
+        fmt="o",
+        ms=3,
+        lw=0.4,
+        alpha=0.7,
+    )
+    extreme = np.argsort(-np.abs(mean).sum(axis=1))[:label_top]
+    for j in extreme:
+        ax.annotate(
+            str(llms[j]), (mean[j, x], mean[j, y]), fontsize=7, xytext=(3, 3), textcoords="offset points"
+        )
+    ax.set_xlabel(f"ability: {names[x]}")
+    ax.set_ylabel(f"ability: {names[y]}")
+    ax.set_title(f"{len(llms)} LLMs in ability space (94% intervals)")
+    fig.tight_layout()
+    return fig
+
+
+def plot_group_forest(audit_table, *, dimension: str | None = None) -> Figure:
+    """Forest plot of group (e.g. subgroup) correlations with one dimension, with intervals."""
+    dims = list(dict.fromkeys(audit_table["dimension"]))
+    chosen = dims if dimension is None else [dimension]
+    groups = list(dict.fromkeys(audit_table["group"]))
+    fig, axes = plt.subplots(
+        1, len(chosen), figsize=(4.2 * len(chosen), 0.8 + 0.3 * len(groups)), squeeze=False, sharey=True
+    )
+    for ax, dim in zip(axes[0], chosen, strict=True):
+        rows = audit_table[audit_table["dimension"] == dim].set_index("group").loc[groups]
+        positions = np.arange(len(groups))[::-1]
+        ax.errorbar(
+            rows["r_mean"],
+            positions,
+            xerr=[rows["r_mean"] - rows["r_low"], rows["r_high"] - rows["r_mean"]],
+            fmt="o",
+            ms=4,
+            capsize=2,
+        )
+        ax.axvline(0, color="k", lw=0.6)
+        ax.set_xlim(-1, 1)
+        ax.set_title(f"correlation with {dim}", fontsize=9)
+        ax.set_yticks(positions, groups, fontsize=8)
     fig.tight_layout()
     return fig

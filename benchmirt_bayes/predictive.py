@@ -63,7 +63,7 @@ def predicted_group_scores(
         chunk = draws.isel(sample_index=slice(start, start + 10))
         probs = cell_probabilities(chunk) * observed[None]
         for g in range(n_groups):
-            predicted[start:start + probs.shape[0], :, g] = probs[:, :, codes == g].sum(axis=2)
+            predicted[start : start + probs.shape[0], :, g] = probs[:, :, codes == g].sum(axis=2)
     with np.errstate(invalid="ignore", divide="ignore"):
         observed_mean = sums / counts
         predicted = predicted / counts[None]

@@ -81,20 +81,18 @@ def load_opencompass(folder: str | Path) -> ResponseMatrix:
             source=str(folder),
         )
     items = (mapping["benchmark"] + ":" + mapping["within_benchmark_index"].astype(str)).to_numpy()
-    scores = pd.DataFrame(
-        values, index=[f"llm_{i:02d}" for i in range(values.shape[0])], columns=items
-    )
+    scores = pd.DataFrame(values, index=[f"llm_{i:02d}" for i in range(values.shape[0])], columns=items)
     meta = pd.DataFrame({"item": items, "benchmark": mapping["benchmark"].to_numpy()})
     return from_wide_frame(scores, meta, source=str(folder))
 
 
-def load_xstest(
-    folder: str | Path, *, scoring: Literal["correct", "refusal"] = "correct"
-) -> ResponseMatrix:
+def load_xstest(folder: str | Path, *, scoring: Literal["correct", "refusal"] = "correct") -> ResponseMatrix:
     """XSTest v2: 5 LLMs × 450 prompts with human labels.
 
     Parameters
     ----------
+    folder
+        The ``xstest`` folder.
     scoring
         ``"correct"``: 1 = complied with a safe prompt or refused an unsafe one
         (the scoring used in safety suites); ``"refusal"``: 1 = refused.

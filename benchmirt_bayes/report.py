@@ -43,25 +43,32 @@ def _save(fig: plt.Figure, folder: Path, name: str) -> str:
     return f"<img src='{name}' alt='{name}'>"
 
 
-def key_summary(posterior: xr.DataTree, *, n_abilities: int = 8, n_items: int = 8,
-                seed: int = 0) -> pd.DataFrame:
+def key_summary(
+    posterior: xr.DataTree, *, n_abilities: int = 8, n_items: int = 8, seed: int = 0
+) -> pd.DataFrame:
     """ArviZ summary of hyperparameters plus a seeded sample of abilities and intercepts."""
     post = posterior["posterior"]
     rng = np.random.default_rng(seed)
     llms = rng.choice(post["llm"].values, size=min(n_abilities, post.sizes["llm"]), replace=False)
     items = rng.choice(post["item"].values, size=min(n_items, post.sizes["item"]), replace=False)
-    hyper = [v for v in ("benchmark_loading_mean", "benchmark_loading_spread",
-                         "benchmark_intercept_mean", "benchmark_intercept_spread",
-                         "ability_correlation") if v in post]
+    hyper = [
+        v
+        for v in (
+            "benchmark_loading_mean",
+            "benchmark_loading_spread",
+            "benchmark_intercept_mean",
+            "benchmark_intercept_spread",
+            "ability_correlation",
+        )
+        if v in post
+    ]
     parts = [az.summary(posterior, var_names=hyper)]
     parts.append(az.summary(posterior, var_names=["ability"], coords={"llm": list(llms)}))
-    parts.append(az.summary(posterior, var_names=["intercept", "mdisc"],
-                            coords={"item": list(items)}))
+    parts.append(az.summary(posterior, var_names=["intercept", "mdisc"], coords={"item": list(items)}))
     return pd.concat(parts)
 
 
-def write_report(posterior: xr.DataTree, out: str | Path, *, seed: int = 0,
-                 ppc_draws: int = 100) -> Path:
+def write_report(posterior: xr.DataTree, out: str | Path, *, seed: int = 0, ppc_draws: int = 100) -> Path:
     """Write ``index.html`` and its PNG figures into folder ``out``.
 
     Sections: data summary, convergence checks, ArviZ summary of key
@@ -108,18 +115,28 @@ def write_report(posterior: xr.DataTree, out: str | Path, *, seed: int = 0,
     if int(posterior.attrs.get("benchmirt_restarts", 1)) > 1:
         stability = check_stability(posterior)
         sections["stability"] = stability._repr_html_() + _save(
-            plot_restart_loadings(posterior, seed=seed), folder, "restart_loadings.png")
+            plot_restart_loadings(posterior, seed=seed), folder, "restart_loadings.png"
+        )
 
     titles = {
-        "data": "Data", "convergence": "Convergence", "summary": "Summary of key quantities",
-        "traces": "Trace and rank plots", "energy": "Energy", "ppc": "Posterior predictive check",
-        "elbo": "ELBO", "stability": "Stability across restarts",
+        "data": "Data",
+        "convergence": "Convergence",
+        "summary": "Summary of key quantities",
+        "traces": "Trace and rank plots",
+        "energy": "Energy",
+        "ppc": "Posterior predictive check",
+        "elbo": "ELBO",
+        "stability": "Stability across restarts",
     }
-    provenance = {k.removeprefix("benchmirt_"): v for k, v in posterior.attrs.items()
-                  if k.startswith("benchmirt_") and k != "benchmirt_spec"}
+    provenance = {
+        k.removeprefix("benchmirt_"): v
+        for k, v in posterior.attrs.items()
+        if k.startswith("benchmirt_") and k != "benchmirt_spec"
+    }
     body = "".join(
         f"<section id='{key}'><h2>{titles[key]}</h2>{sections[key]}</section>"
-        for key in SECTION_IDS if key in sections
+        for key in SECTION_IDS
+        if key in sections
     )
     page = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"

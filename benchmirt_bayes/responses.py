@@ -296,9 +296,7 @@ class ResponseMatrix:
         folds[flat[order]] = np.arange(flat.size) % n_folds
         return folds.reshape(self.observed.shape)
 
-    def split_cells(
-        self, test_share: float = 0.1, *, seed: int = 42
-    ) -> tuple[ResponseMatrix, np.ndarray]:
+    def split_cells(self, test_share: float = 0.1, *, seed: int = 42) -> tuple[ResponseMatrix, np.ndarray]:
         """Hide a seeded random share of observed cells.
 
         Returns
@@ -327,9 +325,9 @@ class ResponseMatrix:
         return ResponseMatrix(self._data.copy(data=values), validate=False)
 
     # ---------------------------------------------------------------- filters
-    def filter_items(self, min_share: float = 0.05, max_share: float = 0.95) -> tuple[
-        ResponseMatrix, ItemFilterReport
-    ]:
+    def filter_items(
+        self, min_share: float = 0.05, max_share: float = 0.95
+    ) -> tuple[ResponseMatrix, ItemFilterReport]:
         """Drop items that fewer than ``min_share`` or more than ``max_share`` of LLMs get right.
 
         This is the published BenchMIRT rule (5% / 95%). Nothing is dropped

@@ -151,11 +151,13 @@ def simulate_benchmirt(
 
     items, benchmarks, subgroups, kinds, loadings, intercepts = [], [], [], [], [], []
     for design in DESIGN:
-        count = max(min_items_per_subgroup, int(round(design.n_items * scale)))
+        count = max(min_items_per_subgroup, round(design.n_items * scale))
         loading = np.asarray(design.loading) + design.loading_sd * rng.standard_normal((count, 2))
         intercept = design.intercept + design.intercept_sd * rng.standard_normal(count)
-        stem = design.benchmark if design.subgroup == design.benchmark else (
-            f"{design.benchmark}/{design.subgroup}"
+        stem = (
+            design.benchmark
+            if design.subgroup == design.benchmark
+            else (f"{design.benchmark}/{design.subgroup}")
         )
         items.extend(f"{stem}/{i:05d}" for i in range(count))
         benchmarks.extend([design.benchmark] * count)
@@ -181,9 +183,7 @@ def simulate_benchmirt(
         "subgroup": (ITEM_DIM, np.array(subgroups)),
         "category": (ITEM_DIM, np.array(kinds)),
     }
-    matrix = ResponseMatrix(
-        xr.DataArray(responses, dims=(LLM_DIM, ITEM_DIM), coords=coords, name="correct")
-    )
+    matrix = ResponseMatrix(xr.DataArray(responses, dims=(LLM_DIM, ITEM_DIM), coords=coords, name="correct"))
     norm = np.linalg.norm(loading, axis=1)
     truth = xr.Dataset(
         {

@@ -39,8 +39,7 @@ def tiny_sim():
 
 @pytest.fixture(scope="session")
 def advi_fit(small_sim):
-    return fit_posterior(small_sim.responses, 2, method="advi", draws=200, random_seed=5,
-                         progressbar=False)
+    return fit_posterior(small_sim.responses, 2, method="advi", draws=200, random_seed=5, progressbar=False)
 
 
 @pytest.fixture(scope="session")
@@ -51,8 +50,9 @@ def map_fit(tiny_sim):
 @pytest.fixture(scope="session")
 def nuts_fit(tiny_sim):
     """A small real NUTS fit (2 chains) shared by structural tests."""
-    return fit_posterior(tiny_sim.responses, 2, method="nuts", draws=150, tune=150, chains=2,
-                         random_seed=4, progressbar=False)
+    return fit_posterior(
+        tiny_sim.responses, 2, method="nuts", draws=150, tune=150, chains=2, random_seed=4, progressbar=False
+    )
 
 
 def correlation(a: np.ndarray, b: np.ndarray) -> float:

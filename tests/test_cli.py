@@ -7,8 +7,9 @@ from benchmirt_bayes.cli import main
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "benchmirt_bayes.cli", *args], capture_output=True,
-                          text=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "benchmirt_bayes.cli", *args], capture_output=True, text=True, check=False
+    )
 
 
 def test_help_lists_every_subcommand():
@@ -30,8 +31,25 @@ def test_simulate_info_fit_report(tmp_path, capsys):
     assert main(["info", str(data)]) == 0
     assert "30 LLMs" in capsys.readouterr().out
     fit = tmp_path / "fit.nc"
-    assert main(["fit", str(data), "--dims", "2", "--method", "advi", "--draws", "50",
-                 "--seed", "1", "--out", str(fit)]) == 0
+    assert (
+        main(
+            [
+                "fit",
+                str(data),
+                "--dims",
+                "2",
+                "--method",
+                "advi",
+                "--draws",
+                "50",
+                "--seed",
+                "1",
+                "--out",
+                str(fit),
+            ]
+        )
+        == 0
+    )
     assert fit.exists()
     assert main(["report", str(fit), "--out", str(tmp_path / "report")]) == 0
     assert (tmp_path / "report" / "index.html").exists()

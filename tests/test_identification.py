@@ -57,11 +57,14 @@ def test_alignment_undoes_per_draw_rotations_and_keeps_every_prediction():
             loading[c, d] = (truth_loading + rng.normal(0, 0.05, truth_loading.shape)) @ q
             ability[c, d] = (truth_ability + rng.normal(0, 0.05, truth_ability.shape)) @ q
     import xarray as xr
-    posterior = xr.Dataset({
-        "loading": (("chain", "draw", "item", "dimension"), loading),
-        "ability": (("chain", "draw", "llm", "dimension"), ability),
-        "intercept": (("chain", "draw", "item"), rng.normal(size=(n_chain, n_draw, 200))),
-    })
+
+    posterior = xr.Dataset(
+        {
+            "loading": (("chain", "draw", "item", "dimension"), loading),
+            "ability": (("chain", "draw", "llm", "dimension"), ability),
+            "intercept": (("chain", "draw", "item"), rng.normal(size=(n_chain, n_draw, 200))),
+        }
+    )
     before = np.einsum("cdjk,cdik->cdji", ability, loading)
     aligned = identify_posterior(posterior, rotate=True)
     after = np.einsum("cdjk,cdik->cdji", aligned["ability"].values, aligned["loading"].values)

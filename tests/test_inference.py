@@ -22,8 +22,12 @@ def assert_common_structure(fit, responses, method):
     assert post["loading"].dims == ("chain", "draw", "item", "dimension")
     for name in ("intercept", "difficulty", "mdisc"):
         assert post[name].dims == ("chain", "draw", "item")
-    for name in ("benchmark_loading_mean", "benchmark_loading_spread", "benchmark_intercept_mean",
-                 "benchmark_intercept_spread"):
+    for name in (
+        "benchmark_loading_mean",
+        "benchmark_loading_spread",
+        "benchmark_intercept_mean",
+        "benchmark_intercept_spread",
+    ):
         assert name in post
     assert not any(name.endswith("_z") or name.endswith("_raw") for name in post.data_vars)
     assert "sample_stats" in fit.children and "observed_data" in fit.children
@@ -57,14 +61,14 @@ def test_nuts_returns_the_common_structure(nuts_fit, tiny_sim):
 
 def test_advi_recovers_the_truth(advi_fit, small_sim):
     from benchmirt_bayes.identification import procrustes
+
     truth = small_sim.truth
     loading = advi_fit["posterior"]["loading"].mean(("chain", "draw")).values
     rotation = procrustes(loading, truth["loading"].values)
     ability = advi_fit["posterior"]["ability"].mean(("chain", "draw")).values @ rotation
     for k in range(2):
         assert correlation(ability[:, k], truth["ability"].values[:, k]) > 0.9
-    assert correlation(advi_fit["posterior"]["intercept"].mean(("chain", "draw")),
-                       truth["intercept"]) > 0.9
+    assert correlation(advi_fit["posterior"]["intercept"].mean(("chain", "draw")), truth["intercept"]) > 0.9
 
 
 def test_advi_is_seeded(small_sim):
@@ -77,9 +81,10 @@ def test_advi_is_seeded(small_sim):
 
 
 def test_fit_is_reproducible_from_its_attrs(tiny_sim):
-    fit = fit_posterior(tiny_sim.responses, 2, method="advi", draws=20, advi_max_steps=300,
-                        progressbar=False)  # seed drawn from the OS and stored
-    settings, seed, restarts = fit_settings_from_attrs(fit)
+    fit = fit_posterior(
+        tiny_sim.responses, 2, method="advi", draws=20, advi_max_steps=300, progressbar=False
+    )  # seed drawn from the OS and stored
+    settings, seed, _restarts = fit_settings_from_attrs(fit)
     raw = [fit_once(tiny_sim.responses, settings, seed)]
     again = assemble_posterior(tiny_sim.responses, settings, raw, seed)
     np.testing.assert_allclose(again["posterior"]["ability"], fit["posterior"]["ability"])
@@ -87,6 +92,7 @@ def test_fit_is_reproducible_from_its_attrs(tiny_sim):
 
 def test_missing_sampler_names_the_extra(tiny_sim, monkeypatch):
     import builtins
+
     real_import = builtins.__import__
 
     def fake_import(name, *args, **kwargs):
@@ -96,17 +102,21 @@ def test_missing_sampler_names_the_extra(tiny_sim, monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
     import importlib
+
     monkeypatch.setattr(importlib, "import_module", lambda name: fake_import(name))
     with pytest.raises(MissingExtraError, match=r"benchmirt_bayes\[jax\]"):
         fit_posterior(tiny_sim.responses, 2, method="nuts", sampler="numpyro")
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"method": "gibbs"}, "method must be one of"),
-    ({"sampler": "stan"}, "sampler must be one of"),
-    ({"draws": 0}, "draws must be a positive integer"),
-    ({"restarts": 0}, "restarts must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"method": "gibbs"}, "method must be one of"),
+        ({"sampler": "stan"}, "sampler must be one of"),
+        ({"draws": 0}, "draws must be a positive integer"),
+        ({"restarts": 0}, "restarts must be a positive integer"),
+    ],
+)
 def test_bad_arguments_are_explained(tiny_sim, kwargs, message):
     with pytest.raises(ValueError, match=message):
         fit_posterior(tiny_sim.responses, 2, **kwargs)
@@ -122,8 +132,7 @@ def test_restarts_are_chains_with_a_restart_coordinate(tiny_sim, tmp_path):
     saved = sorted(p.name for p in tmp_path.glob("restart_*.nc"))
     assert len(saved) == 2
     # a rerun with the same folder loads the finished restarts instead of refitting
-    again = fit_posterior(tiny_sim.responses, 2, restarts=2, random_seed=3, restart_dir=tmp_path,
-                          **kwargs)
+    again = fit_posterior(tiny_sim.responses, 2, restarts=2, random_seed=3, restart_dir=tmp_path, **kwargs)
     assert again.attrs["benchmirt_fit_seconds"] == fit.attrs["benchmirt_fit_seconds"]
     xr.testing.assert_allclose(again["posterior"]["ability"], post["ability"])
 

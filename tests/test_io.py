@@ -39,7 +39,8 @@ def test_truncated_and_corrupt_files(advi_fit, tmp_path):
 def test_a_foreign_netcdf_is_refused(tmp_path):
     path = tmp_path / "foreign.nc"
     xr.DataTree.from_dict({"posterior": xr.Dataset({"x": ("a", np.arange(3))})}).to_netcdf(
-        path, engine="h5netcdf")
+        path, engine="h5netcdf"
+    )
     with pytest.raises(PosteriorFileError, match="not a benchmirt_bayes posterior"):
         load_posterior(path)
 

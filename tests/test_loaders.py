@@ -7,13 +7,21 @@ import pytest
 
 from benchmirt_bayes import ResponseDataError, load_responses
 
-LONG = pd.DataFrame({
-    "llm": ["a", "a", "b", "b", "c"],
-    "item": ["q1", "q2", "q1", "q2", "q1"],
-    "correct": [1, 0, 0, 1, 1],
-})
-META = pd.DataFrame({"item": ["q1", "q2"], "benchmark": ["MATH", "BBQ"],
-                     "subgroup": ["MATH", "ambiguous"], "category": ["reasoning", "safety"]})
+LONG = pd.DataFrame(
+    {
+        "llm": ["a", "a", "b", "b", "c"],
+        "item": ["q1", "q2", "q1", "q2", "q1"],
+        "correct": [1, 0, 0, 1, 1],
+    }
+)
+META = pd.DataFrame(
+    {
+        "item": ["q1", "q2"],
+        "benchmark": ["MATH", "BBQ"],
+        "subgroup": ["MATH", "ambiguous"],
+        "category": ["reasoning", "safety"],
+    }
+)
 
 
 def problems_of(excinfo):
@@ -52,16 +60,18 @@ def test_wide_llms_as_rows(tmp_path):
 
 
 def test_wide_items_as_rows_benchmirt_release_layout(tmp_path):
-    release = pd.DataFrame({
-        "question_id": ["x1", "x2", "x3"],
-        "benchmark": ["HarmBench", "HarmBench", "MATH"],
-        "category": ["standard", "copyright", "math"],
-        "subcategory_one": ["chem", "lyrics", None],
-        "subcategory_two": [None, None, None],
-        "subcategory_three": [None, None, None],
-        "llama-3-8b": [1, 0, 1],
-        "qwen-2-7b": [0, 0, 1],
-    })
+    release = pd.DataFrame(
+        {
+            "question_id": ["x1", "x2", "x3"],
+            "benchmark": ["HarmBench", "HarmBench", "MATH"],
+            "category": ["standard", "copyright", "math"],
+            "subcategory_one": ["chem", "lyrics", None],
+            "subcategory_two": [None, None, None],
+            "subcategory_three": [None, None, None],
+            "llama-3-8b": [1, 0, 1],
+            "qwen-2-7b": [0, 0, 1],
+        }
+    )
     release.to_csv(tmp_path / "release.csv", index=False)
     m = load_responses(tmp_path / "release.csv", subgroup_col="category")  # auto-detected
     assert m.llms.tolist() == ["llama-3-8b", "qwen-2-7b"]
@@ -72,10 +82,15 @@ def test_wide_items_as_rows_benchmirt_release_layout(tmp_path):
 
 def test_pyirt_jsonlines(tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in [
-        {"subject_id": "a", "responses": {"q1": 1, "q2": 0}},
-        {"subject_id": "b", "responses": {"q1": 0}},
-    ]))
+    path.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"subject_id": "a", "responses": {"q1": 1, "q2": 0}},
+                {"subject_id": "b", "responses": {"q1": 0}},
+            ]
+        )
+    )
     m = load_responses(path, item_metadata=META)
     assert m.n_observed == 3 and m.data.sel(llm="a", item="q1").item() == 1
 
@@ -88,10 +103,15 @@ def write_lm_eval(folder, model, task, rows, stamp="2024-06-01T10-00-00.123456")
 
 
 def test_lm_eval_harness_sample_logs(tmp_path):
-    write_lm_eval(tmp_path, "org__model-a", "arc_easy",
-                  [{"doc_id": 0, "acc": 1.0, "acc_norm": 1.0}, {"doc_id": 1, "acc": 0.0}])
-    write_lm_eval(tmp_path, "org__model-b", "arc_easy",
-                  [{"doc_id": 0, "acc": 0.0}, {"doc_id": 1, "acc": 1.0}])
+    write_lm_eval(
+        tmp_path,
+        "org__model-a",
+        "arc_easy",
+        [{"doc_id": 0, "acc": 1.0, "acc_norm": 1.0}, {"doc_id": 1, "acc": 0.0}],
+    )
+    write_lm_eval(
+        tmp_path, "org__model-b", "arc_easy", [{"doc_id": 0, "acc": 0.0}, {"doc_id": 1, "acc": 1.0}]
+    )
     write_lm_eval(tmp_path, "org__model-b", "gsm8k", [{"doc_id": 0, "exact_match": 1.0}])
     with pytest.raises(ResponseDataError, match="metric=") as info:
         load_responses(tmp_path, metric="acc")

@@ -26,8 +26,10 @@ def test_likelihood_matches_a_hand_written_one(tiny_sim):
     point = model.initial_point(random_seed=1)
     rng = np.random.default_rng(0)
     point = {k: v + rng.normal(0, 0.3, size=np.shape(v)) for k, v in point.items()}
-    outputs = [*model.replace_rvs_by_values([model["ability"], model["loading"], model["intercept"]]),
-               model.logp(vars=[model["correct"]], sum=True)]
+    outputs = [
+        *model.replace_rvs_by_values([model["ability"], model["loading"], model["intercept"]]),
+        model.logp(vars=[model["correct"]], sum=True),
+    ]
     fn = pytensor.function(model.value_vars, outputs, on_unused_input="ignore")
     ability, loading, intercept, logp = fn(*[point[v.name] for v in model.value_vars])
     logits = ability @ loading.T + intercept
@@ -81,3 +83,14 @@ def test_bad_arguments(tiny_sim):
         build_model(tiny_sim.responses, 0)
     with pytest.raises(TypeError, match="ResponseMatrix"):
         build_model(tiny_sim.responses.values, 2)
+
+
+def test_subgroup_offsets_sum_to_zero_within_each_benchmark(tiny_sim):
+    model = build_model(tiny_sim.responses, 2)
+    keys = np.array(model.coords["subgroup_key"])
+    bench = np.array([k.split("/")[0] for k in keys])
+    for seed in range(3):
+        offset = pm.draw(model["subgroup_intercept_offset"], random_seed=seed)
+        for name in np.unique(bench):
+            assert abs(offset[bench == name].sum()) < 1e-10
+        assert np.abs(offset[bench == "HarmBench"]).max() > 0

@@ -49,8 +49,9 @@ def test_xstest_both_scorings():
     assert "homonyms" in set(correct.data["category"].values)
 
 
-@pytest.mark.parametrize(("dataset", "shape"), [("LSAT7", (1000, 5)), ("SAT12", (600, 32)),
-                                                ("LSAT6", (1000, 5))])
+@pytest.mark.parametrize(
+    ("dataset", "shape"), [("LSAT7", (1000, 5)), ("SAT12", (600, 32)), ("LSAT6", (1000, 5))]
+)
 def test_mirt_reference(dataset, shape):
     m = load_mirt_reference(shared_path("mirt_reference"), dataset)
     assert (m.n_llms, m.n_items) == shape

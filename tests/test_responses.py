@@ -10,11 +10,18 @@ def make_matrix(values, benchmarks=None, subgroups=None):
     values = np.asarray(values, dtype=float)
     n_llms, n_items = values.shape
     benchmarks = benchmarks or ["A"] * n_items
-    return ResponseMatrix(xr.DataArray(
-        values, dims=("llm", "item"),
-        coords={"llm": [f"m{j}" for j in range(n_llms)], "item": [f"q{i}" for i in range(n_items)],
-                "benchmark": ("item", benchmarks), "subgroup": ("item", subgroups or benchmarks)},
-    ))
+    return ResponseMatrix(
+        xr.DataArray(
+            values,
+            dims=("llm", "item"),
+            coords={
+                "llm": [f"m{j}" for j in range(n_llms)],
+                "item": [f"q{i}" for i in range(n_items)],
+                "benchmark": ("item", benchmarks),
+                "subgroup": ("item", subgroups or benchmarks),
+            },
+        )
+    )
 
 
 def test_basic_properties():
@@ -80,6 +87,7 @@ def test_long_and_wide_round_trip():
     items_rows = m.to_wide(orient="items")
     assert list(items_rows.columns[:2]) == ["benchmark", "subgroup"]
     from benchmirt_bayes.loaders import from_long_frame
+
     again = from_long_frame(long)
     assert again == m
 
@@ -107,20 +115,27 @@ def test_hash_changes_with_values_and_ids():
 
 def test_constructor_lists_every_problem():
     da = xr.DataArray(
-        np.array([[1, 2.0, np.nan], [0, 0.5, np.nan]]), dims=("llm", "item"),
+        np.array([[1, 2.0, np.nan], [0, 0.5, np.nan]]),
+        dims=("llm", "item"),
         coords={"llm": ["a", "a"], "item": ["x", "y", "z"], "benchmark": ("item", ["B", None, "B"])},
     )
     with pytest.raises(ResponseDataError) as info:
         ResponseMatrix(da)
     text = str(info.value)
-    for fragment in ("'subgroup' is missing", "without 'benchmark'", "duplicate llm ids",
-                     "outside {0, 1}", "items with no observation at all: 'z'"):
+    for fragment in (
+        "'subgroup' is missing",
+        "without 'benchmark'",
+        "duplicate llm ids",
+        "outside {0, 1}",
+        "items with no observation at all: 'z'",
+    ):
         assert fragment in text, fragment
     assert isinstance(info.value, ValueError)
 
 
 def test_to_netcdf_round_trip(tmp_path):
     from benchmirt_bayes.datasets import read_response_netcdf
+
     m = make_matrix([[1, 0, np.nan], [0, 1, 1]], benchmarks=["A", "A", "B"])
     m.to_netcdf(tmp_path / "m.nc")
     back = read_response_netcdf(tmp_path / "m.nc")

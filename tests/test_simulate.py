@@ -15,8 +15,14 @@ def test_full_scale_matches_the_published_counts():
     assert m.n_llms == 100
     assert 34_000 <= m.n_items <= 34_600
     counts = m.summary()["items"]
-    for bench, n in {"BBH": 5761, "GPQA": 1192, "MATH": 1324, "MMLU-Pro": 12032, "MuSR": 756,
-                     "IFEval": 541}.items():
+    for bench, n in {
+        "BBH": 5761,
+        "GPQA": 1192,
+        "MATH": 1324,
+        "MMLU-Pro": 12032,
+        "MuSR": 756,
+        "IFEval": 541,
+    }.items():
         assert counts[bench] == n
     safety = counts.drop(["BBH", "GPQA", "MATH", "MMLU-Pro", "MuSR", "IFEval"])
     assert len(safety) == 10 and 12_000 <= safety.sum() <= 13_500

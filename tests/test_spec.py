@@ -27,19 +27,22 @@ def test_load_from_path(tmp_path):
     assert load_spec(path).name == "mine"
 
 
-@pytest.mark.parametrize(("overrides", "message"), [
-    ({"loading": {"spred_sigma": 1.0}}, "unknown field loading.spred_sigma"),
-    ({"loading": {"spread_sigma": -1.0}}, "must be positive"),
-    ({"loading": {"spread_sigma": "wide"}}, "wrong type"),
-    ({"priors": {"x": 1}}, "unknown section"),
-    ({"ability": {"correlation": "lkj"}}, "needs a \\[confirmatory\\] pattern"),
-    ({"identification": {"anchors": "sometimes"}}, "identification.anchors"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"loading": {"spred_sigma": 1.0}}, "unknown field loading.spred_sigma"),
+        ({"loading": {"spread_sigma": -1.0}}, "must be positive"),
+        ({"loading": {"spread_sigma": "wide"}}, "wrong type"),
+        ({"priors": {"x": 1}}, "unknown section"),
+        ({"ability": {"correlation": "lkj"}}, "needs a \\[confirmatory\\] pattern"),
+        ({"identification": {"anchors": "sometimes"}}, "identification.anchors"),
+    ],
+)
 def test_invalid_specs_are_explained(overrides, message):
     with pytest.raises(ValueError, match=message):
         load_spec(overrides)
 
 
 def test_unknown_name_lists_the_available_ones():
-    with pytest.raises(ValueError, match="available: .*exploratory"):
+    with pytest.raises(ValueError, match=r"available: .*exploratory"):
         load_spec("nonexistent")

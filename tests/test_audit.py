@@ -1,0 +1,156 @@
+import numpy as np
+import pytest
+import xarray as xr
+
+from benchmirt_bayes import ResponseMatrix, fit_posterior, simulate_benchmirt
+from benchmirt_bayes.audit import benchmark_correlations, name_dimensions
+from benchmirt_bayes.inference import observed_dataset
+from benchmirt_bayes.plots import (
+    plot_ability_map,
+    plot_benchmark_heatmap,
+    plot_group_forest,
+    plot_item_loadings,
+)
+
+
+def constructed_posterior():
+    """Two LLM abilities; benchmark A's score rises with dim_1, B's falls with dim_2."""
+    rng = np.random.default_rng(0)
+    n_llm, n_items = 30, 40
+    ability = rng.normal(size=(n_llm, 2))
+    bench = np.array(["A"] * 20 + ["B"] * 20)
+    values = np.zeros((n_llm, n_items))
+    rank_a = ability[:, 0].argsort().argsort()
+    rank_b = (-ability[:, 1]).argsort().argsort()
+    for j in range(n_llm):  # score = rank / n: monotone in the ability
+        values[j, : round(20 * (rank_a[j] + 1) / n_llm)] = 1
+        values[j, 20 : 20 + round(20 * (rank_b[j] + 1) / n_llm)] = 1
+    responses = ResponseMatrix(
+        xr.DataArray(
+            values,
+            dims=("llm", "item"),
+            coords={
+                "llm": [f"m{j}" for j in range(n_llm)],
+                "item": [f"q{i}" for i in range(n_items)],
+                "benchmark": ("item", bench),
+                "subgroup": ("item", bench),
+            },
+        )
+    )
+    draws = ability[None, None] + rng.normal(0, 0.01, size=(2, 50, n_llm, 2))
+    loading = np.zeros((2, 50, n_items, 2))
+    loading[..., :20, 0] = 1.0
+    loading[..., 20:, 1] = -1.0
+    posterior = xr.Dataset(
+        {
+            "ability": (("chain", "draw", "llm", "dimension"), draws),
+            "loading": (("chain", "draw", "item", "dimension"), loading),
+            "benchmark_loading_mean": (
+                ("chain", "draw", "benchmark", "dimension"),
+                np.broadcast_to([[1.0, 0.0], [0.0, -1.0]], (2, 50, 2, 2)).copy(),
+            ),
+        },
+        coords={
+            "llm": responses.llms,
+            "item": responses.items,
+            "dimension": ["dim_1", "dim_2"],
+            "benchmark": ["A", "B"],
+        },
+    )
+    tree = xr.DataTree.from_dict({"posterior": posterior, "observed_data": observed_dataset(responses)})
+    return tree, responses, ability
+
+
+def test_correlations_on_a_constructed_posterior():
+    tree, responses, ability = constructed_posterior()
+    audit = benchmark_correlations(tree)
+    wide = audit.wide()
+    assert wide.loc["A", "dim_1"] > 0.95 and abs(wide.loc["A", "dim_2"]) < 0.5
+    assert wide.loc["B", "dim_2"] < -0.95
+    row = audit.table.set_index(["group", "dimension"]).loc[("A", "dim_1")]
+    assert row["r_low"] <= row["r_point"] <= row["r_high"]
+    assert row["share_main"] == 1.0 and row["loading_mean"] == pytest.approx(1.0)
+    assert audit.table.set_index(["group", "dimension"]).loc[("B", "dim_2"), "share_negative"] == 1.0
+    assert audit.draws["correlation"].dims == ("sample_index", "group", "dimension")
+    scores = responses.benchmark_scores()["A"]
+    expected = np.corrcoef(ability[:, 0], scores)[0, 1]
+    assert row["r_point"] == pytest.approx(expected, abs=0.01)
+
+
+def test_name_dimensions_flips_signs_consistently():
+    tree, _, _ = constructed_posterior()
+    named = name_dimensions(tree)
+    proposals = named.proposals.set_index("dimension")
+    assert proposals.loc["dim_1", "proposed"].startswith("A")
+    assert proposals.loc["dim_2", "sign_flipped"]
+    post = named.posterior["posterior"]
+    assert list(post["dimension"].values) == named.proposals["name"].tolist()
+    before = np.einsum(
+        "cdjk,cdik->cdji", tree["posterior"]["ability"].values, tree["posterior"]["loading"].values
+    )
+    after = np.einsum("cdjk,cdik->cdji", post["ability"].values, post["loading"].values)
+    assert np.max(np.abs(after - before)) < 1e-12
+    custom = name_dimensions(tree, ["alpha", "beta"]).posterior
+    assert list(custom["posterior"]["dimension"].values) == ["alpha", "beta"]
+    with pytest.raises(ValueError, match="need 2 names"):
+        name_dimensions(tree, ["only"])
+
+
+@pytest.fixture(scope="module")
+def builtin_fit():
+    """Exploratory 2-D fit of the built-in design (reduced), no benchmark labels in the model."""
+    sim = simulate_benchmirt(scale=0.03, min_items_per_subgroup=15, seed=20260301)
+    fit = fit_posterior(sim.responses, 2, method="advi", draws=300, random_seed=1, progressbar=False)
+    return sim, fit
+
+
+def test_planted_findings_come_out(builtin_fit):
+    _sim, fit = builtin_fit
+    audit = benchmark_correlations(fit)
+    wide = audit.wide()
+    reasoning = wide.loc["MMLU-Pro"].idxmax()
+    safety = next(d for d in wide.columns if d != reasoning)
+    r = audit.table.set_index(["group", "dimension"])
+    for bench in ("BBH", "GPQA", "MATH", "MMLU-Pro", "MuSR", "IFEval"):
+        assert wide.loc[bench, reasoning] > max(0.5, wide.loc[bench, safety]), bench
+    assert wide.loc["HarmBench", safety] > wide.loc["HarmBench", reasoning]
+    assert wide.loc["BBQ", reasoning] > wide.loc["BBQ", safety]
+    assert r.loc[("WMDP", reasoning), "r_high"] < 0
+    sub = benchmark_correlations(fit, by="subgroup").wide()
+    hb_copyright = sub.loc["HarmBench/copyright", safety]
+    assert hb_copyright < sub.loc["HarmBench/standard", safety] - 0.2
+    assert hb_copyright < sub.loc["HarmBench/contextual", safety] - 0.2
+    assert sub.loc["WildJailbreak/harmful", safety] > sub.loc["WildJailbreak/harmful", reasoning]
+    assert sub.loc["WildJailbreak/benign", reasoning] > sub.loc["WildJailbreak/benign", safety]
+
+
+def test_naming_on_the_builtin_fit(builtin_fit):
+    _, fit = builtin_fit
+    named = name_dimensions(fit)
+    defining = " ".join(named.proposals["defining_benchmarks"])
+    assert "MMLU-Pro" in defining or "BBH" in defining or "MATH" in defining
+    audit = benchmark_correlations(named.posterior)
+    assert (audit.wide().loc["MMLU-Pro"] > 0.5).any()
+
+
+def test_figures_are_readable(builtin_fit, tmp_path):
+    _, fit = builtin_fit
+    audit = benchmark_correlations(fit)
+    sub = benchmark_correlations(fit, by="subgroup")
+    figures = {
+        "heatmap": plot_benchmark_heatmap(audit.table),
+        "harmbench": plot_item_loadings(fit, "HarmBench"),
+        "abilities": plot_ability_map(fit),
+        "forest": plot_group_forest(sub.table),
+    }
+    heat_ax = figures["heatmap"].axes[0]
+    assert len(heat_ax.get_yticklabels()) == 16
+    assert len(figures["forest"].axes[0].get_yticklabels()) == len(sub.table["group"].unique())
+    legend = figures["harmbench"].axes[0].get_legend()
+    subgroups = {t.get_text().split(" (")[0] for t in legend.get_texts()}
+    assert subgroups == {"standard", "contextual", "copyright"}
+    for name, fig in figures.items():
+        fig.savefig(tmp_path / f"{name}.png")
+        assert (tmp_path / f"{name}.png").stat().st_size > 5000
+    with pytest.raises(KeyError):
+        plot_item_loadings(fit, "NoSuchBenchmark")

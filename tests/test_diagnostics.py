@@ -1,0 +1,109 @@
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from benchmirt_bayes import check_convergence
+from benchmirt_bayes.diagnostics import relative_elbo_change
+
+
+def constructed_fit(shift_chain: float, n_draw=500, divergences=0, seed=0):
+    """A DataTree shaped like a NUTS fit, with chain 1 shifted by ``shift_chain``."""
+    rng = np.random.default_rng(seed)
+    ability = rng.normal(size=(2, n_draw, 5, 2))
+    ability[1] += shift_chain
+    diverging = np.zeros((2, n_draw), bool)
+    diverging[0, :divergences] = True
+    energy = rng.normal(size=(2, n_draw)).cumsum(axis=1) * 0.05 + rng.normal(size=(2, n_draw))
+    tree = xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset({"ability": (("chain", "draw", "llm", "dimension"), ability)}),
+            "sample_stats": xr.Dataset(
+                {
+                    "diverging": (("chain", "draw"), diverging),
+                    "maxdepth_reached": (("chain", "draw"), np.zeros((2, n_draw), bool)),
+                    "energy": (("chain", "draw"), energy),
+                }
+            ),
+        }
+    )
+    tree.attrs["benchmirt_method"] = "nuts"
+    return tree
+
+
+def test_well_mixed_chains_pass():
+    report = check_convergence(constructed_fit(0.0))
+    assert report.ok, report.messages
+    assert report.table.loc["ability", "max_rhat"] < 1.01
+    assert "OK" in str(report) and "<table" in report._repr_html_()
+
+
+def test_disagreeing_chains_fail_with_a_reason():
+    report = check_convergence(constructed_fit(1.0))
+    assert not report.ok
+    assert any("R-hat" in m for m in report.messages)
+    assert report.table.loc["ability", "failing"] == 10
+
+
+def test_divergences_fail():
+    report = check_convergence(constructed_fit(0.0, divergences=3))
+    assert not report.ok and report.sampler_checks["divergences"] == 3
+    assert any("divergent" in m for m in report.messages)
+
+
+def test_thresholds_are_arguments():
+    fit = constructed_fit(0.0, n_draw=150)
+    assert not check_convergence(fit).ok  # ESS below 400
+    assert check_convergence(fit, ess_bulk_min=100, ess_tail_min=100).ok
+
+
+def test_bfmi_is_computed():
+    report = check_convergence(constructed_fit(0.0))
+    assert 0 < report.sampler_checks["min_bfmi"] < 5
+
+
+def test_real_nuts_fit(nuts_fit):
+    report = check_convergence(nuts_fit)
+    assert set(report.table.index) >= {"ability", "loading", "intercept"}
+    assert report.table["elements"].sum() > 100
+    assert report.sampler_checks["divergences"] >= 0
+
+
+def test_advi_fit_reports_elbo_convergence(advi_fit):
+    report = check_convergence(advi_fit)
+    assert report.method == "advi"
+    assert list(report.table.columns) == [
+        "steps",
+        "final_elbo",
+        "relative_change_last_window",
+        "stopping_rule_fired",
+    ]
+    assert bool(report.table["stopping_rule_fired"].iloc[0]) == report.ok
+
+
+def test_advi_stopped_early_is_flagged(tiny_sim):
+    from benchmirt_bayes import fit_posterior
+
+    fit = fit_posterior(
+        tiny_sim.responses,
+        2,
+        method="advi",
+        advi_max_steps=450,
+        draws=20,
+        advi_tolerance=1e-6,
+        random_seed=1,
+        progressbar=False,
+    )
+    report = check_convergence(fit)
+    assert not report.ok and any("still moving" in m for m in report.messages)
+
+
+def test_relative_elbo_change():
+    assert np.isnan(relative_elbo_change(np.ones(10), 20))
+    assert relative_elbo_change(np.r_[np.full(10, -100.0), np.full(10, -99.0)], 10) == pytest.approx(1 / 99)
+
+
+def test_map_fit_is_explained(map_fit):
+    report = check_convergence(map_fit)
+    assert report.ok and "point estimate" in report.messages[0]
+    assert isinstance(report.table, pd.DataFrame)

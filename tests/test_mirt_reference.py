@@ -1,0 +1,74 @@
+"""Golden numbers against R mirt on ../shared/data/mirt_reference (real MCMC: slow tier)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmirt_bayes import fit_posterior, load_mirt_reference
+from benchmirt_bayes.identification import procrustes, tucker_congruence
+from benchmirt_bayes.real_data import load_mirt_coefficients
+
+from .conftest import correlation, shared_path
+
+pytestmark = [pytest.mark.realdata, pytest.mark.slow]
+
+
+def posterior_means(fit):
+    post = fit["posterior"]
+    return (post["loading"].mean(("chain", "draw")).values, post["intercept"].mean(("chain", "draw")).values)
+
+
+def test_lsat7_2pl_within_one_standard_error_of_mirt():
+    folder = shared_path("mirt_reference")
+    responses = load_mirt_reference(folder, "LSAT7")
+    fit = fit_posterior(
+        responses,
+        1,
+        spec="2pl",
+        method="nuts",
+        draws=600,
+        tune=600,
+        chains=2,
+        random_seed=7,
+        progressbar=False,
+    )
+    loading, intercept = posterior_means(fit)
+    table = pd.read_csv(folder / "fits" / "LSAT7_1F_2PL_coef_withSE_long.csv", index_col=0)
+    for i, item in enumerate(responses.items):
+        a_ref, a_se = table.loc[f"{item}.a1", ["par", "SE"]]
+        d_ref, d_se = table.loc[f"{item}.d", ["par", "SE"]]
+        assert abs(loading[i, 0] - a_ref) <= a_se, (item, loading[i, 0], a_ref, a_se)
+        assert abs(intercept[i] - d_ref) <= d_se, (item, intercept[i], d_ref, d_se)
+
+
+def test_sat12_2pl_correlates_with_mirt():
+    folder = shared_path("mirt_reference")
+    responses = load_mirt_reference(folder, "SAT12")
+    fit = fit_posterior(
+        responses,
+        1,
+        spec="2pl",
+        method="nuts",
+        draws=400,
+        tune=400,
+        chains=2,
+        random_seed=3,
+        progressbar=False,
+    )
+    loading, intercept = posterior_means(fit)
+    reference = load_mirt_coefficients(folder, "SAT12_1F_2PL")
+    assert correlation(loading[:, 0], reference["a1"]) >= 0.98
+    assert correlation(intercept, reference["d"]) >= 0.99
+
+
+def test_sat12_two_dimensions_match_mirt_up_to_rotation():
+    folder = shared_path("mirt_reference")
+    responses = load_mirt_reference(folder, "SAT12")
+    fit = fit_posterior(
+        responses, 2, method="nuts", draws=400, tune=400, chains=2, random_seed=5, progressbar=False
+    )
+    loading, _ = posterior_means(fit)
+    reference = load_mirt_coefficients(folder, "SAT12_2F_default")[["a1", "a2"]].to_numpy()
+    aligned = loading @ procrustes(loading, reference)
+    congruence = tucker_congruence(aligned, reference)
+    assert np.all(congruence >= 0.95), congruence

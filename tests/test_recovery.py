@@ -1,0 +1,65 @@
+"""Recovery tier: real NUTS and ADVI fits on simulated data with known truth (slow)."""
+
+import numpy as np
+import pytest
+
+from benchmirt_bayes import check_convergence, fit_posterior, simulate_benchmirt
+from benchmirt_bayes.identification import procrustes
+
+from .conftest import correlation
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return simulate_benchmirt(scale=0.0175, n_llms=100, seed=7)  # 100 LLMs × 606 items
+
+
+@pytest.fixture(scope="module")
+def nuts(sim):
+    return fit_posterior(
+        sim.responses, 2, method="nuts", draws=1000, tune=1000, chains=4, random_seed=1, progressbar=False
+    )
+
+
+def aligned_to_truth(fit, truth):
+    post = fit["posterior"]
+    rotation = procrustes(post["loading"].mean(("chain", "draw")).values, truth["loading"].values)
+    return {
+        "ability": post["ability"].values @ rotation,
+        "loading": post["loading"].values @ rotation,
+        "intercept": post["intercept"].values,
+    }
+
+
+def test_nuts_recovers_the_truth_with_calibrated_intervals(nuts, sim):
+    draws = aligned_to_truth(nuts, sim.truth)
+    for name, minimum in (("ability", 0.95), ("loading", 0.90), ("intercept", 0.95)):
+        truth = sim.truth[name].values
+        mean = draws[name].mean(axis=(0, 1))
+        if mean.ndim == 1:
+            assert correlation(mean, truth) >= minimum, name
+        else:
+            for k in range(mean.shape[1]):
+                assert correlation(mean[:, k], truth[:, k]) >= minimum, (name, k)
+        low, high = np.quantile(draws[name], [0.05, 0.95], axis=(0, 1))
+        coverage = np.mean((truth >= low) & (truth <= high))
+        assert 0.80 <= coverage <= 0.97, (name, coverage)
+
+
+def test_nuts_converges_on_identified_quantities(nuts):
+    report = check_convergence(
+        nuts, var_names=("ability", "loading", "intercept"), ess_bulk_min=100, ess_tail_min=100
+    )
+    assert report.table["max_rhat"].max() <= 1.01, report.table
+    assert report.sampler_checks["divergences"] == 0
+
+
+def test_advi_agrees_with_nuts_on_abilities(nuts, sim):
+    advi = fit_posterior(sim.responses, 2, method="advi", draws=500, random_seed=2, progressbar=False)
+    a = nuts["posterior"]["ability"].mean(("chain", "draw")).values
+    b = advi["posterior"]["ability"].mean(("chain", "draw")).values
+    b = b @ procrustes(b, a)
+    for k in range(2):
+        assert correlation(a[:, k], b[:, k]) >= 0.98
