@@ -5,11 +5,12 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
+import multiprocessing
 import os
 import platform
 import time
 from collections.abc import Mapping
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -100,7 +101,7 @@ def fit_posterior(
     advi_max_steps: int = 20000,
     advi_tolerance: float = 1e-3,
     advi_learning_rate: float = 0.02,
-    executor: Executor | None = None,
+    executor: Executor | Literal["auto", "serial"] | None = "auto",
     restart_dir: str | Path | None = None,
 ) -> xr.DataTree:
     """Fit the hierarchical MIRT model and return an identified posterior.
@@ -138,8 +139,12 @@ def fit_posterior(
     advi_max_steps, advi_tolerance, advi_learning_rate
         ADVI step budget, relative-ELBO stopping tolerance and Adam rate.
     executor
-        A ``concurrent.futures.Executor`` to run restarts on; default: in this
-        process, one after another.
+        Where restarts run: any ``concurrent.futures.Executor`` (for example a
+        Dask client's ``get_executor()``); ``"auto"`` (default) uses a local
+        process pool when there are several restarts and the cores allow one
+        worker per restart (each NUTS restart uses ``chains`` cores), else runs
+        them one after another in this process; ``"serial"`` or ``None`` always
+        runs in this process. Results are identical for identical seeds.
     restart_dir
         Folder where every restart is saved as it finishes; a rerun with the
         same settings and seed loads finished restarts instead of refitting.
@@ -233,7 +238,10 @@ def run_restarts(
             results[index] = cached
         else:
             pending.append((index, seed, path))
-    if executor is None:
+    owned = None
+    if executor == "auto":
+        executor = owned = default_executor(settings, len(pending))
+    if executor is None or executor == "serial":
         for index, seed, path in pending:
             results[index] = _fit_and_store(responses, settings, seed, progressbar, path, data_hash)
     else:
@@ -241,9 +249,26 @@ def run_restarts(
             executor.submit(_fit_and_store, responses, settings, seed, False, path, data_hash): index
             for index, seed, path in pending
         }
-        for future, index in futures.items():
-            results[index] = future.result()
+        try:
+            for future, index in futures.items():
+                results[index] = future.result()
+        finally:
+            if owned is not None:
+                owned.shutdown()
     return [results[i] for i in range(len(seeds))]
+
+
+def default_executor(settings: FitSettings, n_pending: int) -> Executor | None:
+    """A local process pool when several restarts fit side by side on this machine's cores."""
+    cores_per_fit = settings.chains if settings.method == "nuts" else 1
+    workers = min(n_pending, (os.cpu_count() or 1) // cores_per_fit)
+    if n_pending < 2 or workers < 2 or settings.sampler == "numpyro":
+        return None  # JAX is not fork-safe; its chains are vectorised anyway
+    # fork where available: every worker builds and compiles its own model, and fork does not
+    # re-run the caller's script (spawn would, without an ``if __name__ == "__main__"`` guard)
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
 
 
 def _fit_and_store(

@@ -141,9 +141,12 @@ def plot_elbo(posterior: xr.DataTree) -> Figure:
         window = min(50, max(record.size // 10, 1))
         smooth = np.convolve(record, np.ones(window) / window, mode="valid")
         ax.plot(np.arange(smooth.size) + window, smooth, lw=1, label=f"restart {restart}")
+        tail = smooth[smooth.size // 10 :]
+        if tail.size:
+            span = tail.max() - tail.min()
+            ax.set_ylim(tail.min() - 0.05 * span, tail.max() + 0.05 * span)
     ax.set_xlabel("step")
-    ax.set_ylabel("ELBO (smoothed)")
-    ax.set_yscale("symlog")
+    ax.set_ylabel("ELBO (smoothed; y-axis zoomed past the first 10% of steps)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

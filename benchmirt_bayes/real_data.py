@@ -15,7 +15,6 @@ from benchmirt_bayes.errors import ResponseDataError
 from benchmirt_bayes.loaders import from_wide_frame, read_table
 from benchmirt_bayes.responses import ResponseMatrix
 
-DEFAULT_SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 OPEN_LLM_BENCHMARKS = ("arc", "gsm8k", "mmlu", "truthfulqa", "winogrande")
 
 

@@ -140,3 +140,22 @@ def test_restarts_are_chains_with_a_restart_coordinate(tiny_sim, tmp_path):
 def test_settings_round_trip():
     settings = FitSettings(2, "advi", "none", 10, 0, 1, "{}")
     assert FitSettings(**json.loads(json.dumps(settings.__dict__))) == settings
+
+
+def test_restarts_give_identical_numbers_on_any_executor(tiny_sim):
+    from concurrent.futures import ThreadPoolExecutor
+
+    kwargs = {
+        "method": "advi",
+        "draws": 20,
+        "advi_max_steps": 300,
+        "progressbar": False,
+        "restarts": 2,
+        "random_seed": 8,
+    }
+    serial = fit_posterior(tiny_sim.responses, 2, executor="serial", **kwargs)
+    pooled = fit_posterior(tiny_sim.responses, 2, executor="auto", **kwargs)  # process pool on >= 2 cores
+    with ThreadPoolExecutor(2) as pool:
+        threaded = fit_posterior(tiny_sim.responses, 2, executor=pool, **kwargs)
+    for other in (pooled, threaded):
+        np.testing.assert_array_equal(other["posterior"]["ability"], serial["posterior"]["ability"])
