@@ -158,4 +158,6 @@ def test_restarts_give_identical_numbers_on_any_executor(tiny_sim):
     with ThreadPoolExecutor(2) as pool:
         threaded = fit_posterior(tiny_sim.responses, 2, executor=pool, **kwargs)
     for other in (pooled, threaded):
-        np.testing.assert_array_equal(other["posterior"]["ability"], serial["posterior"]["ability"])
+        # equal up to BLAS summation order (threads differ between processes)
+        np.testing.assert_allclose(other["posterior"]["ability"], serial["posterior"]["ability"],
+                                   rtol=1e-9, atol=1e-12)
