@@ -144,7 +144,7 @@ def fit_posterior(
         process pool when there are several restarts and the cores allow one
         worker per restart (each NUTS restart uses ``chains`` cores), else runs
         them one after another in this process; ``"serial"`` or ``None`` always
-        runs in this process. Results are identical for identical seeds.
+        runs in this process. Results agree for identical seeds (up to BLAS summation order).
     restart_dir
         Folder where every restart is saved as it finishes; a rerun with the
         same settings and seed loads finished restarts instead of refitting.
