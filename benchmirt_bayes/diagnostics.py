@@ -10,14 +10,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-DEFAULT_VARIABLES = (
-    "ability",
-    "loading",
-    "intercept",
-    "benchmark_loading_mean",
-    "benchmark_loading_spread",
-    "benchmark_intercept_mean",
-    "benchmark_intercept_spread",
+from benchmirt_bayes.inference import KEPT_VARIABLES
+
+# every identified variable a fit returns, less those with structurally constant elements
+# (zero offsets of single-subgroup benchmarks, the unit diagonal of a correlation matrix)
+DEFAULT_VARIABLES = tuple(
+    v for v in KEPT_VARIABLES if v not in ("subgroup_intercept_offset", "ability_correlation")
 )
 
 

@@ -29,7 +29,6 @@ from benchmirt_bayes.spec import ModelSpec, load_spec
 
 Method = Literal["nuts", "advi", "fullrank_advi", "map"]
 Sampler = Literal["nutpie", "numpyro", "pymc"]
-SAMPLE_DIMS = ("chain", "draw")
 KEPT_VARIABLES = (
     "ability",
     "loading",

@@ -159,5 +159,6 @@ def test_restarts_give_identical_numbers_on_any_executor(tiny_sim):
         threaded = fit_posterior(tiny_sim.responses, 2, executor=pool, **kwargs)
     for other in (pooled, threaded):
         # equal up to BLAS summation order (threads differ between processes)
-        np.testing.assert_allclose(other["posterior"]["ability"], serial["posterior"]["ability"],
-                                   rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(
+            other["posterior"]["ability"], serial["posterior"]["ability"], rtol=1e-9, atol=1e-12
+        )
