@@ -264,5 +264,5 @@ def build_model(
         # --------------------------------------------------------- likelihood
         logits = (ability @ loading.T + intercept[None, :]).ravel()[index.observed_flat]
         pm.Bernoulli("correct", logit_p=logits, observed=index.observed_values, dims="cell")
-    model.benchmirt_anchors = anchors  # read by fit_posterior for the fit's attrs
+    model.benchmirt_anchors = anchors  # which units fix the rotation (None: post-hoc alignment only)
     return model
