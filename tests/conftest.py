@@ -7,8 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 
-from benchmirt_bayes import fit_posterior, simulate_benchmirt
+from benchmirt_bayes import ResponseMatrix, fit_posterior, simulate_benchmirt
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("BENCHMIRT_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -57,3 +58,22 @@ def nuts_fit(tiny_sim):
 
 def correlation(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(np.ravel(a), np.ravel(b))[0, 1])
+
+
+def make_matrix(values, benchmarks=None, subgroups=None):
+    """A ResponseMatrix with LLMs m0.., items q0.. and the given benchmarks / subgroups."""
+    values = np.asarray(values, dtype=float)
+    n_llms, n_items = values.shape
+    benchmarks = benchmarks or ["A"] * n_items
+    return ResponseMatrix(
+        xr.DataArray(
+            values,
+            dims=("llm", "item"),
+            coords={
+                "llm": [f"m{j}" for j in range(n_llms)],
+                "item": [f"q{i}" for i in range(n_items)],
+                "benchmark": ("item", benchmarks),
+                "subgroup": ("item", subgroups or benchmarks),
+            },
+        )
+    )

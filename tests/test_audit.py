@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from benchmirt_bayes import ResponseMatrix, fit_posterior, simulate_benchmirt
+from benchmirt_bayes import fit_posterior, simulate_benchmirt
 from benchmirt_bayes.audit import benchmark_correlations, name_dimensions
 from benchmirt_bayes.inference import observed_dataset
 from benchmirt_bayes.plots import (
@@ -11,6 +11,8 @@ from benchmirt_bayes.plots import (
     plot_group_forest,
     plot_item_loadings,
 )
+
+from .conftest import make_matrix
 
 
 def constructed_posterior():
@@ -25,18 +27,7 @@ def constructed_posterior():
     for j in range(n_llm):  # score = rank / n: monotone in the ability
         values[j, : round(20 * (rank_a[j] + 1) / n_llm)] = 1
         values[j, 20 : 20 + round(20 * (rank_b[j] + 1) / n_llm)] = 1
-    responses = ResponseMatrix(
-        xr.DataArray(
-            values,
-            dims=("llm", "item"),
-            coords={
-                "llm": [f"m{j}" for j in range(n_llm)],
-                "item": [f"q{i}" for i in range(n_items)],
-                "benchmark": ("item", bench),
-                "subgroup": ("item", bench),
-            },
-        )
-    )
+    responses = make_matrix(values, benchmarks=list(bench))
     draws = ability[None, None] + rng.normal(0, 0.01, size=(2, 50, n_llm, 2))
     loading = np.zeros((2, 50, n_items, 2))
     loading[..., :20, 0] = 1.0

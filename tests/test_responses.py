@@ -5,23 +5,7 @@ import xarray as xr
 
 from benchmirt_bayes import ResponseDataError, ResponseMatrix
 
-
-def make_matrix(values, benchmarks=None, subgroups=None):
-    values = np.asarray(values, dtype=float)
-    n_llms, n_items = values.shape
-    benchmarks = benchmarks or ["A"] * n_items
-    return ResponseMatrix(
-        xr.DataArray(
-            values,
-            dims=("llm", "item"),
-            coords={
-                "llm": [f"m{j}" for j in range(n_llms)],
-                "item": [f"q{i}" for i in range(n_items)],
-                "benchmark": ("item", benchmarks),
-                "subgroup": ("item", subgroups or benchmarks),
-            },
-        )
-    )
+from .conftest import make_matrix
 
 
 def test_basic_properties():
