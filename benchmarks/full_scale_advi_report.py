@@ -29,8 +29,10 @@ def main() -> None:
     fit = fit_posterior(sim.responses, 2, method="advi", draws=args.draws, random_seed=args.seed)
     fit_seconds = time.perf_counter() - start
     elbo = fit["elbo"]
-    print(f"ADVI: {fit_seconds:.0f} s, {elbo.attrs['steps']} steps, "
-          f"stopping rule fired: {bool(elbo.attrs['stopping_rule_fired'])}")
+    print(
+        f"ADVI: {fit_seconds:.0f} s, {elbo.attrs['steps']} steps, "
+        f"stopping rule fired: {bool(elbo.attrs['stopping_rule_fired'])}"
+    )
     print(check_convergence(fit))
     save_posterior(fit, out / "fit.nc")
     start = time.perf_counter()
@@ -38,8 +40,10 @@ def main() -> None:
     report_seconds = time.perf_counter() - start
     size = sum(p.stat().st_size for p in page.parent.iterdir())
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    print(f"report: {report_seconds:.0f} s, {size / 2**20:.1f} MiB in {page.parent}; "
-          f"peak memory {peak:.1f} GiB; fit file {(out / 'fit.nc').stat().st_size / 2**20:.0f} MiB")
+    print(
+        f"report: {report_seconds:.0f} s, {size / 2**20:.1f} MiB in {page.parent}; "
+        f"peak memory {peak:.1f} GiB; fit file {(out / 'fit.nc').stat().st_size / 2**20:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

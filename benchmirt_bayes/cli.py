@@ -15,6 +15,10 @@ EPILOG = """examples:
   benchmirt fit data/benchmirt_simulated.nc --dims 2 --method advi --out fit.nc
   benchmirt report fit.nc --out report/
   benchmirt specs                                  list the model specs in models/
+  benchmirt cv data/benchmirt_simulated.nc --dims 1 2 3 --folds 10 --out cv.csv
+  benchmirt select fit.nc --fraction 0.1 --method information --out items.csv
+  benchmirt cv data.nc --dims 1 2 --workers 2      folds on a local Dask cluster
+  benchmirt cv data.nc --scheduler tcp://host:8786 folds on an existing Dask scheduler
 """
 
 
@@ -77,7 +81,47 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", required=True, help="output folder")
 
     sub.add_parser("specs", help="list the model specs shipped in models/")
+
+    select = sub.add_parser("select", help="choose a small informative item subset from a fit")
+    select.add_argument("fit", help="a fit written by 'benchmirt fit'")
+    size = select.add_mutually_exclusive_group(required=True)
+    size.add_argument("--fraction", type=float, help="share of items to keep")
+    size.add_argument("--n-items", type=int, help="number of items to keep")
+    select.add_argument("--method", default="information", choices=["published", "information", "random"])
+    select.add_argument("--dimension", default=None, help="select for one dimension only")
+    select.add_argument("--seed", type=int, default=0)
+    select.add_argument("--out", required=True, help="output CSV: the kept items with their rankings")
+
+    cv = sub.add_parser("cv", help="cross-validate MIRT models against baselines")
+    _add_data_args(cv)
+    cv.add_argument("--dims", type=int, nargs="+", default=[1, 2, 3])
+    cv.add_argument("--folds", type=int, default=10)
+    cv.add_argument("--scheme", default="cells", choices=["cells", "llms", "items"])
+    cv.add_argument("--method", default="advi", choices=["nuts", "advi", "fullrank_advi", "map"])
+    cv.add_argument("--draws", type=int, default=100)
+    cv.add_argument("--category", default=None, help="item coordinate for the LLM x category baseline")
+    cv.add_argument("--seed", type=int, default=42)
+    cv.add_argument("--results-dir", default=None, help="save each fold fit here; reruns resume")
+    _add_executor_args(cv)
+    cv.add_argument("--out", required=True, help="output CSV (tidy table); a _summary.csv is written too")
     return parser
+
+
+def _add_executor_args(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, default=None, help="start a local Dask cluster with N workers")
+    where.add_argument("--scheduler", default=None, help="address of a running Dask scheduler")
+    where.add_argument("--serial", action="store_true", help="run every fit in this process")
+
+
+def _executor_context(args: argparse.Namespace):
+    import contextlib
+
+    from benchmirt_bayes.batch import DaskExecutor
+
+    if args.workers is not None or args.scheduler is not None:
+        return DaskExecutor(workers=args.workers, scheduler=args.scheduler)
+    return contextlib.nullcontext("serial" if args.serial else "auto")
 
 
 def _load_data(args: argparse.Namespace):
@@ -177,7 +221,60 @@ def _specs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _select(args: argparse.Namespace) -> int:
+    from benchmirt_bayes.io import load_posterior
+    from benchmirt_bayes.items import rank_items
+    from benchmirt_bayes.selection import select_items
+
+    fit = load_posterior(args.fit)
+    kept = select_items(
+        fit, args.fraction, args.n_items, method=args.method, dimension=args.dimension, seed=args.seed
+    )
+    table = rank_items(fit, dimension=args.dimension).loc[kept]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out)
+    counts = table["benchmark"].value_counts().to_string()
+    total = fit["posterior"].sizes["item"]
+    print(f"kept {len(kept)} of {total} items ({args.method}); per benchmark:\n{counts}")
+    print(f"wrote {out}")
+    return 0
+
+
+def _cv(args: argparse.Namespace) -> int:
+    from benchmirt_bayes.crossval import choose_n_dims, cross_validate
+
+    responses = _load_data(args)
+    print(f"cross-validating {responses}: scheme={args.scheme}, dims={args.dims}, folds={args.folds}")
+    start = time.perf_counter()
+    with _executor_context(args) as executor:
+        result = cross_validate(
+            responses,
+            n_dims=args.dims,
+            folds=args.folds,
+            scheme=args.scheme,
+            method=args.method,
+            seed=args.seed,
+            category=args.category,
+            fit_kwargs={"draws": args.draws},
+            executor=executor,
+            results_dir=args.results_dir,
+        )
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result.table.to_csv(out, index=False)
+    summary_path = out.with_name(out.stem + "_summary.csv")
+    result.summary().to_csv(summary_path)
+    result.calibration.to_csv(out.with_name(out.stem + "_calibration.csv"), index=False)
+    print(result.wide().round(4).to_string())
+    print(choose_n_dims(result))
+    print(f"done in {time.perf_counter() - start:.1f} s; wrote {out} and {summary_path}")
+    return 0
+
+
 _COMMANDS = {
+    "cv": _cv,
+    "select": _select,
     "demo": _demo,
     "simulate": _simulate,
     "info": _info,

@@ -5,12 +5,10 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
-import multiprocessing
 import os
 import platform
 import time
 from collections.abc import Mapping
-from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +19,7 @@ import pymc as pm
 import xarray as xr
 
 from benchmirt_bayes.advi import run_advi
+from benchmirt_bayes.batch import ExecutorArg, run_batch
 from benchmirt_bayes.errors import MissingExtraError
 from benchmirt_bayes.identification import alignment_rotations
 from benchmirt_bayes.model import build_model
@@ -100,7 +99,7 @@ def fit_posterior(
     advi_max_steps: int = 20000,
     advi_tolerance: float = 1e-3,
     advi_learning_rate: float = 0.02,
-    executor: Executor | Literal["auto", "serial"] | None = "auto",
+    executor: ExecutorArg = "auto",
     restart_dir: str | Path | None = None,
 ) -> xr.DataTree:
     """Fit the hierarchical MIRT model and return an identified posterior.
@@ -215,101 +214,42 @@ def require_sampler(sampler: str) -> None:
 
 
 # ------------------------------------------------------------------ restarts
-def run_restarts(
-    responses: ResponseMatrix,
-    settings: FitSettings,
-    seeds: list[int],
-    progressbar: bool,
-    executor: Executor | None,
-    restart_dir: str | Path | None,
-) -> list[RawFit]:
-    """Run (or load) one raw fit per seed, saving each as it finishes."""
-    folder = Path(restart_dir) if restart_dir is not None else None
-    if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-    data_hash = responses.data_hash()
-    results: dict[int, RawFit] = {}
-    pending = []
-    for index, seed in enumerate(seeds):
-        path = None if folder is None else folder / f"restart_{index:03d}_seed_{seed}.nc"
-        cached = _load_raw(path, settings, data_hash) if path is not None else None
-        if cached is not None:
-            results[index] = cached
-        else:
-            pending.append((index, seed, path))
-    owned = None
-    if executor == "auto":
-        executor = owned = default_executor(settings, len(pending))
-    if executor is None or executor == "serial":
-        for index, seed, path in pending:
-            results[index] = _fit_and_store(responses, settings, seed, progressbar, path, data_hash)
-    else:
-        futures = {
-            executor.submit(_fit_and_store, responses, settings, seed, False, path, data_hash): index
-            for index, seed, path in pending
-        }
-        try:
-            for future, index in futures.items():
-                results[index] = future.result()
-        finally:
-            if owned is not None:
-                owned.shutdown()
-    return [results[i] for i in range(len(seeds))]
+@dataclass(frozen=True)
+class RestartTask:
+    """One restart as a :mod:`benchmirt_bayes.batch` task."""
+
+    settings: FitSettings
+    seed: int
+    index: int
+    progressbar: bool = False
+
+    @property
+    def key(self) -> str:
+        """File stem of the stored restart."""
+        return f"restart_{self.index:03d}_seed_{self.seed}"
+
+    @property
+    def fingerprint(self) -> str:
+        """Settings and seed: a stored restart is reused only when both match."""
+        return json.dumps({"settings": asdict(self.settings), "seed": self.seed}, sort_keys=True)
+
+    def run(self, responses: ResponseMatrix) -> xr.DataTree:
+        """Fit once and return the raw (unidentified) fit as a DataTree."""
+        return raw_fit_to_tree(fit_once(responses, self.settings, self.seed, self.progressbar))
 
 
-def default_executor(settings: FitSettings, n_pending: int) -> Executor | None:
-    """A local process pool when several restarts fit side by side on this machine's cores."""
-    cores_per_fit = settings.chains if settings.method == "nuts" else 1
-    workers = min(n_pending, (os.cpu_count() or 1) // cores_per_fit)
-    if n_pending < 2 or workers < 2 or settings.sampler == "numpyro":
-        return None  # JAX is not fork-safe; its chains are vectorised anyway
-    # fork where available: every worker builds and compiles its own model, and fork does not
-    # re-run the caller's script (spawn would, without an ``if __name__ == "__main__"`` guard)
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
-
-
-def _fit_and_store(
-    responses: ResponseMatrix,
-    settings: FitSettings,
-    seed: int,
-    progressbar: bool,
-    path: Path | None,
-    data_hash: str,
-) -> RawFit:
-    raw = fit_once(responses, settings, seed, progressbar)
-    if path is not None:
-        _store_raw(raw, path, settings, data_hash)
-    return raw
-
-
-def _store_raw(raw: RawFit, path: Path, settings: FitSettings, data_hash: str) -> None:
+def raw_fit_to_tree(raw: RawFit) -> xr.DataTree:
+    """A :class:`RawFit` as a DataTree (for storage and transport)."""
     groups = {"posterior": raw.posterior, "sample_stats": raw.sample_stats}
     if raw.elbo is not None:
         groups["elbo"] = raw.elbo
     tree = xr.DataTree.from_dict(groups)
-    tree.attrs = {
-        "settings": json.dumps(asdict(settings), sort_keys=True),
-        "data_hash": data_hash,
-        "seed": raw.seed,
-        "seconds": raw.seconds,
-    }
-    partial = path.with_suffix(".partial")
-    tree.to_netcdf(partial, engine="h5netcdf")
-    partial.replace(path)  # only complete files carry the final name
+    tree.attrs = {"seed": raw.seed, "seconds": raw.seconds}
+    return tree
 
 
-def _load_raw(path: Path, settings: FitSettings, data_hash: str) -> RawFit | None:
-    if not path.exists():
-        return None
-    tree = xr.open_datatree(path, engine="h5netcdf").load()
-    same = (
-        tree.attrs.get("settings") == json.dumps(asdict(settings), sort_keys=True)
-        and tree.attrs.get("data_hash") == data_hash
-    )
-    if not same:
-        return None
+def raw_fit_from_tree(tree: xr.DataTree) -> RawFit:
+    """Inverse of :func:`raw_fit_to_tree`."""
     elbo = tree["elbo"].to_dataset() if "elbo" in tree.children else None
     return RawFit(
         tree["posterior"].to_dataset(),
@@ -318,6 +258,28 @@ def _load_raw(path: Path, settings: FitSettings, data_hash: str) -> RawFit | Non
         float(tree.attrs["seconds"]),
         int(tree.attrs["seed"]),
     )
+
+
+def run_restarts(
+    responses: ResponseMatrix,
+    settings: FitSettings,
+    seeds: list[int],
+    progressbar: bool,
+    executor: ExecutorArg,
+    restart_dir: str | Path | None,
+) -> list[RawFit]:
+    """Run (or load) one raw fit per seed on ``executor``, saving each as it finishes."""
+    serial = executor is None or executor == "serial" or len(seeds) == 1
+    tasks = [RestartTask(settings, seed, i, progressbar and serial) for i, seed in enumerate(seeds)]
+    trees = run_batch(
+        tasks,
+        responses,
+        executor=executor,
+        results_dir=restart_dir,
+        cores_per_task=settings.chains if settings.method == "nuts" else 1,
+        fork_safe=settings.sampler != "numpyro",  # JAX is not fork-safe; its chains are vectorised
+    )
+    return [raw_fit_from_tree(trees[task.key]) for task in tasks]
 
 
 # ------------------------------------------------------------------ one fit

@@ -310,3 +310,90 @@ def plot_group_forest(audit_table, *, dimension: str | None = None) -> Figure:
         ax.set_yticks(positions, groups, fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def plot_fidelity(table, *, target: str = "full_ability", metric: str = "spearman") -> Figure:
+    """Fidelity versus kept fraction per selection method (from :func:`evaluate_subset`).
+
+    Lines are means over repeats (and dimensions or benchmarks); bands span the
+    5–95 % range over the random repeats.
+    """
+    from benchmirt_bayes.selection import fidelity_summary
+
+    summary = fidelity_summary(table).loc[target]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for method in summary.index.get_level_values("method").unique():
+        part = summary.loc[method]
+        fractions = part.index.to_numpy() * 100
+        ax.plot(fractions, part[metric], marker="o", label=method)
+        ax.fill_between(fractions, part[f"{metric}_lower"], part[f"{metric}_upper"], alpha=0.2)
+    ax.set_xscale("log")
+    ax.set_xlabel("items kept (%)")
+    ax.set_ylabel(f"{metric} correlation")
+    ax.set_title(f"Subset fidelity against {target.replace('_', ' ')}")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_calibration(calibration, *, models: list[str] | None = None) -> Figure:
+    """Reliability curves (from ``CrossValidation.calibration``); dot area ∝ number of cells."""
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--", label="perfect")
+    names = models or list(calibration["model"].unique())
+    for model in names:
+        part = calibration[calibration["model"] == model]
+        ax.plot(part["mean_predicted"], part["observed_rate"], marker="o", ms=3, label=model)
+    ax.set_xlabel("predicted probability")
+    ax.set_ylabel("observed share correct")
+    ax.set_title("Calibration of held-out predictions")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def plot_cv_by_dims(summary, *, metric: str = "log_loss") -> Figure:
+    """Held-out ``metric`` versus n_dims with t-intervals, baselines as horizontal lines."""
+    frame = summary.reset_index()
+    frame = frame[frame["metric"] == metric]
+    mirt = frame[frame["model"].str.match(r"mirt_\d+d$")].copy()
+    mirt["n_dims"] = mirt["model"].str.extract(r"mirt_(\d+)d")[0].astype(int)
+    mirt = mirt.sort_values("n_dims")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.errorbar(
+        mirt["n_dims"],
+        mirt["mean"],
+        yerr=[mirt["mean"] - mirt["lower"], mirt["upper"] - mirt["mean"]],
+        marker="o",
+        capsize=4,
+        label="MIRT",
+    )
+    for _, row in frame[~frame["model"].str.match(r"mirt_\d+d$")].iterrows():
+        ax.axhline(row["mean"], ls=":", lw=1, color="grey")
+        ax.annotate(row["model"], (mirt["n_dims"].max(), row["mean"]), fontsize="x-small", va="bottom")
+    ax.set_xticks(mirt["n_dims"])
+    ax.set_xlabel("number of dimensions")
+    ax.set_ylabel(f"held-out {metric.replace('_', ' ')}")
+    ax.set_title(f"Held-out {metric.replace('_', ' ')} by number of dimensions")
+    fig.tight_layout()
+    return fig
+
+
+def plot_adaptive_error(errors) -> Figure:
+    """Ability error versus items asked, adaptive vs random order.
+
+    ``errors``: DataFrame with columns ``order``, ``step``, ``error`` (one row per
+    simulated LLM and step); lines are means, bands 25–75 % quantiles.
+    """
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for order, part in errors.groupby("order"):
+        grouped = part.groupby("step")["error"]
+        steps = grouped.mean().index
+        ax.plot(steps, grouped.mean(), label=order)
+        ax.fill_between(steps, grouped.quantile(0.25), grouped.quantile(0.75), alpha=0.2)
+    ax.set_xlabel("items asked")
+    ax.set_ylabel("ability error (Euclidean)")
+    ax.set_title("Adaptive testing: error of the ability estimate")
+    ax.legend()
+    fig.tight_layout()
+    return fig

@@ -9,9 +9,19 @@ import xarray as xr
 from benchmirt_bayes.inference import responses_from_tree
 
 
-def thinned_draws(posterior: xr.DataTree, n_draws: int, *, seed: int = 0) -> xr.Dataset:
-    """A seeded random subset of ``n_draws`` posterior draws, stacked on dim ``sample_index``."""
-    post = posterior["posterior"].to_dataset()[["ability", "loading", "intercept"]]
+def thinned_draws(
+    posterior: xr.DataTree,
+    n_draws: int,
+    *,
+    seed: int = 0,
+    variables: tuple[str, ...] = ("ability", "loading", "intercept"),
+) -> xr.Dataset:
+    """A seeded random subset of ``n_draws`` posterior draws, stacked on dim ``sample_index``.
+
+    The same seed picks the same draws whatever ``variables`` are asked for.
+    """
+    post = posterior["posterior"].to_dataset()
+    post = post[[v for v in variables if v in post]]
     stacked = post.stack(sample_index=("chain", "draw"))
     total = stacked.sizes["sample_index"]
     if n_draws >= total:

@@ -77,3 +77,60 @@ def make_matrix(values, benchmarks=None, subgroups=None):
             },
         )
     )
+
+
+def constructed_posterior(
+    loading,
+    intercept,
+    ability,
+    benchmarks,
+    *,
+    n_draws=40,
+    noise=0.02,
+    seed=0,
+    responses=None,
+    bench_means=None,
+):
+    """A posterior DataTree built from known parameters (draws = truth + small noise).
+
+    Observed data are simulated from the parameters unless ``responses`` is given.
+    """
+    from benchmirt_bayes.inference import observed_dataset
+    from benchmirt_bayes.spec import load_spec
+
+    rng = np.random.default_rng(seed)
+    loading = np.asarray(loading, float)
+    intercept = np.asarray(intercept, float)
+    ability = np.asarray(ability, float)
+    k = loading.shape[1]
+    if responses is None:
+        prob = 1 / (1 + np.exp(-(ability @ loading.T + intercept)))
+        responses = make_matrix((rng.random(prob.shape) < prob).astype(float), list(benchmarks))
+    names = sorted(set(benchmarks))
+    if bench_means is None:
+        bench_means = np.array([loading[np.asarray(benchmarks) == b].mean(axis=0) for b in names])
+
+    def draws(value):
+        value = np.asarray(value, float)
+        return value[None, None] + noise * rng.standard_normal((1, n_draws, *value.shape))
+
+    dims = [f"dim_{d + 1}" for d in range(k)]
+    posterior = xr.Dataset(
+        {
+            "ability": (("chain", "draw", "llm", "dimension"), draws(ability)),
+            "loading": (("chain", "draw", "item", "dimension"), draws(loading)),
+            "intercept": (("chain", "draw", "item"), draws(intercept)),
+            "benchmark_loading_mean": (("chain", "draw", "benchmark", "dimension"), draws(bench_means)),
+        },
+        coords={
+            "chain": [0],
+            "draw": np.arange(n_draws),
+            "llm": responses.llms,
+            "item": responses.items,
+            "dimension": dims,
+            "benchmark": names,
+        },
+    )
+    tree = xr.DataTree.from_dict({"posterior": posterior, "observed_data": observed_dataset(responses)})
+    tree.attrs = {"benchmirt_spec": load_spec(None).to_json(), "benchmirt_data_hash": responses.data_hash()}
+    return tree

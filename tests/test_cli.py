@@ -1,7 +1,9 @@
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
+import xarray as xr
 
 from benchmirt_bayes.cli import main
 
@@ -15,7 +17,7 @@ def run_cli(*args):
 def test_help_lists_every_subcommand():
     result = run_cli("--help")
     assert result.returncode == 0
-    for command in ("demo", "simulate", "info", "fit", "report", "specs"):
+    for command in ("demo", "simulate", "info", "fit", "report", "specs", "select", "cv"):
         assert command in result.stdout
     assert "examples:" in result.stdout
 
@@ -53,6 +55,19 @@ def test_simulate_info_fit_report(tmp_path, capsys):
     assert fit.exists()
     assert main(["report", str(fit), "--out", str(tmp_path / "report")]) == 0
     assert (tmp_path / "report" / "index.html").exists()
+    items = tmp_path / "items.csv"
+    assert (
+        main(["select", str(fit), "--fraction", "0.2", "--method", "information", "--out", str(items)]) == 0
+    )
+    kept = pd.read_csv(items)
+    n_items = xr.open_datatree(fit)["posterior"].sizes["item"]
+    assert len(kept) == round(0.2 * n_items) and {"information_mean", "p_top_k"} <= set(kept.columns)
+    table = tmp_path / "cv.csv"
+    args = ["cv", str(data), "--dims", "1", "2", "--folds", "2", "--serial", "--out", str(table)]
+    assert main(args) == 0
+    cv = pd.read_csv(table)
+    assert {"mirt_1d", "mirt_2d", "llm_x_benchmark_mean"} <= set(cv["model"])
+    assert (tmp_path / "cv_summary.csv").exists()
 
 
 def test_bad_data_gives_a_clear_error_and_exit_code(tmp_path, capsys):

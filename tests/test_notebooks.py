@@ -33,5 +33,11 @@ def test_notebook_runs(path, monkeypatch):
 
 def test_there_are_notebooks():
     names = {p.name for p in NOTEBOOKS}
-    assert {"01_quickstart.ipynb", "02_diagnostics.ipynb", "03_benchmark_audit.ipynb"} <= names
+    assert {
+        "01_quickstart.ipynb",
+        "02_diagnostics.ipynb",
+        "03_benchmark_audit.ipynb",
+        "04_item_selection.ipynb",
+        "05_prediction.ipynb",
+    } <= names
     assert os.path.isdir(NOTEBOOKS[0].parent)

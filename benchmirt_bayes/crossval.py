@@ -1,0 +1,540 @@
+"""Held-out prediction: ``cross_validate`` against baselines, and ``choose_n_dims``.
+
+Three schemes, each with K folds:
+
+``cells``
+    The published protocol: every observed cell falls in one fold; fit on the
+    other folds, predict the held-out cells.
+``llms``
+    Held-out LLMs: fit on the other LLMs; reveal a share (``reveal_share``) of
+    each held-out LLM's items, place it from those (:mod:`benchmirt_bayes.scoring`,
+    item uncertainty integrated) and predict the rest.
+``items``
+    Held-out items: fit on the other items; reveal each held-out item's answers
+    from a share of the LLMs, estimate the item from those (its benchmark's
+    pooled prior, ability uncertainty integrated) and predict the other LLMs.
+
+Every model sees exactly the same *known* cells when predicting a fold's *test*
+cells; the baselines are means over the known cells (smoothed as
+``(correct + 0.5) / (n + 1)`` so that a 0 % or 100 % group mean does not give an
+infinite log loss).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from benchmirt_bayes.batch import ExecutorArg, run_batch
+from benchmirt_bayes.metrics import LOWER_IS_BETTER, calibration_table, prediction_metrics, spearman
+from benchmirt_bayes.predictive import thinned_draws
+from benchmirt_bayes.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
+from benchmirt_bayes.scoring import ItemDraws, ability_samples, laplace_sir, probabilities_for_samples
+from benchmirt_bayes.spec import ModelSpec
+
+Scheme = Literal["cells", "llms", "items"]
+SCHEMES = ("cells", "llms", "items")
+_PREDICTION_DRAWS = 100
+
+
+# ------------------------------------------------------------------ folds
+@dataclass(frozen=True)
+class FoldSplit:
+    """One fold: the matrix to fit on, and the known and test cells of the full matrix."""
+
+    train: ResponseMatrix
+    known: np.ndarray
+    test: np.ndarray
+    held_out: np.ndarray  # indices of held-out LLMs or items (empty for cells)
+
+
+def fold_split(
+    responses: ResponseMatrix,
+    scheme: Scheme,
+    fold: int,
+    n_folds: int,
+    seed: int,
+    reveal_share: float = 0.5,
+) -> FoldSplit:
+    """Deterministic split of ``responses`` for one fold (same on every worker)."""
+    observed = responses.observed
+    if scheme == "cells":
+        test = responses.cell_folds(n_folds, seed=seed) == fold
+        return FoldSplit(responses.masked(test), observed & ~test, test, np.array([], dtype=np.int64))
+    axis = 0 if scheme == "llms" else 1
+    size = observed.shape[axis]
+    if n_folds > size:
+        raise ValueError(f"{n_folds} folds need at least {n_folds} {scheme}, got {size}")
+    order = np.random.default_rng(seed).permutation(size)
+    held = np.sort(order[fold::n_folds])
+    kept = np.setdiff1d(np.arange(size), held)
+    reveal_rng = np.random.default_rng([seed, fold])
+    revealed = reveal_rng.random(observed.shape) < reveal_share
+    in_held = np.zeros(observed.shape, dtype=bool)
+    if axis == 0:
+        in_held[held, :] = True
+        train_data = responses.data.isel({LLM_DIM: kept})
+    else:
+        in_held[:, held] = True
+        train_data = responses.data.isel({ITEM_DIM: kept})
+    known = observed & (~in_held | revealed)
+    test = observed & in_held & ~revealed
+    return FoldSplit(ResponseMatrix(train_data, validate=False), known, test, held)
+
+
+def fold_seed(seed: int, fold: int, n_dims: int) -> int:
+    """The fit seed of one (fold, n_dims) task, derived from the run's seed."""
+    return int(np.random.SeedSequence([seed, fold, n_dims]).generate_state(1)[0])
+
+
+@dataclass(frozen=True)
+class CVFitTask:
+    """Fit one fold's training matrix with one number of dimensions."""
+
+    scheme: str
+    fold: int
+    n_folds: int
+    seed: int
+    reveal_share: float
+    n_dims: int
+    fit_json: str
+
+    @property
+    def key(self) -> str:
+        """File stem of the stored fold fit."""
+        return f"cv_{self.scheme}_fold{self.fold:02d}_of{self.n_folds:02d}_dims{self.n_dims}"
+
+    @property
+    def fingerprint(self) -> str:
+        """Everything that determines the fit."""
+        return json.dumps(self.__dict__, sort_keys=True)
+
+    def run(self, responses: ResponseMatrix) -> xr.DataTree:
+        """Fit the fold (serially: parallelism lives at the batch level)."""
+        from benchmirt_bayes.inference import fit_posterior
+
+        split = fold_split(responses, self.scheme, self.fold, self.n_folds, self.seed, self.reveal_share)
+        kwargs = {
+            **json.loads(self.fit_json),
+            "random_seed": fold_seed(self.seed, self.fold, self.n_dims),
+            "executor": "serial",
+            "progressbar": False,
+        }
+        return fit_posterior(split.train, self.n_dims, **kwargs)
+
+
+# ------------------------------------------------------------- predictions
+def baseline_predictions(responses: ResponseMatrix, known: np.ndarray, by: str | None) -> np.ndarray:
+    """``(llm, item)`` smoothed means over the known cells.
+
+    ``by="global"``: one mean; ``"llm"``: per LLM; any item coordinate: per
+    LLM × item group (falling back to the LLM mean where the group has no known cell).
+    """
+    values = np.where(known, responses.values, 0.0)
+    if by == "global":
+        mean = values.sum() / known.sum()
+        return np.full(known.shape, mean)
+    llm_mean = (values.sum(axis=1) + 0.5) / (known.sum(axis=1) + 1.0)
+    if by == "llm":
+        return np.repeat(llm_mean[:, None], known.shape[1], axis=1)
+    codes, _ = pd.factorize(responses.data[by].values)
+    out = np.empty(known.shape)
+    for g in range(codes.max() + 1):
+        cols = codes == g
+        count = known[:, cols].sum(axis=1)
+        mean = (values[:, cols].sum(axis=1) + 0.5) / (count + 1.0)
+        mean = np.where(count > 0, mean, llm_mean)
+        out[:, cols] = mean[:, None]
+    return out
+
+
+def mirt_predictions(
+    fit: xr.DataTree, responses: ResponseMatrix, split: FoldSplit, scheme: str, seed: int = 0
+) -> np.ndarray:
+    """Posterior mean probability of every test cell (flat, in ``np.flatnonzero(test)`` order)."""
+    if scheme == "cells":
+        return _cell_predictions(fit, split.test, seed)
+    if scheme == "llms":
+        return _held_out_llm_predictions(fit, responses, split, seed)
+    return _held_out_item_predictions(fit, responses, split, seed)
+
+
+def _cell_predictions(fit: xr.DataTree, test: np.ndarray, seed: int) -> np.ndarray:
+    draws = thinned_draws(fit, _PREDICTION_DRAWS, seed=seed)
+    rows, cols = np.nonzero(test)
+    total = np.zeros(rows.size)
+    ability = draws["ability"].transpose("sample_index", "llm", "dimension").values
+    loading = draws["loading"].transpose("sample_index", "item", "dimension").values
+    intercept = draws["intercept"].transpose("sample_index", "item").values
+    for s in range(ability.shape[0]):
+        eta = np.einsum("ck,ck->c", ability[s, rows], loading[s, cols]) + intercept[s, cols]
+        total += 1.0 / (1.0 + np.exp(-eta))
+    return total / ability.shape[0]
+
+
+def _held_out_llm_predictions(
+    fit: xr.DataTree, responses: ResponseMatrix, split: FoldSplit, seed: int
+) -> np.ndarray:
+    item_draws = ItemDraws.from_posterior(fit, _PREDICTION_DRAWS, seed=seed)
+    order = item_draws.columns(responses.items.astype(str))
+    out = np.full(responses.observed.shape, np.nan)
+    known_values = np.where(split.known, responses.values, np.nan)
+    for j in split.held_out:
+        outcomes = np.full((1, len(item_draws.items)), np.nan)
+        outcomes[0, order] = known_values[j]
+        samples = ability_samples(item_draws, outcomes, seed=seed + int(j))
+        cols = np.flatnonzero(split.test[j])
+        probs = probabilities_for_samples(item_draws, samples, order[cols])[0]
+        out[j, cols] = probs.mean(axis=0)
+    return out[split.test]
+
+
+def _held_out_item_predictions(
+    fit: xr.DataTree, responses: ResponseMatrix, split: FoldSplit, seed: int
+) -> np.ndarray:
+    draws = thinned_draws(fit, _PREDICTION_DRAWS, seed=seed)
+    ability = draws["ability"].transpose("sample_index", "llm", "dimension").sel(llm=responses.llms).values
+    n_draw, n_llm, k = ability.shape
+    design = np.concatenate([ability, np.ones((n_draw, n_llm, 1))], axis=2)
+    offset = np.zeros((n_draw, n_llm))
+    prior_mean, prior_var = _item_priors(fit, responses, split.held_out, draws_seed=seed)
+    known_values = np.where(split.known, responses.values, np.nan)
+    outcomes = known_values[:, split.held_out].T  # (item, llm)
+    per_draw = 4
+    samples = laplace_sir(
+        design, offset, outcomes, prior_mean, prior_var, samples_per_draw=per_draw, seed=seed
+    )
+    draw_of_sample = np.arange(samples.shape[1]) // per_draw
+    out = np.full(responses.observed.shape, np.nan)
+    for position, i in enumerate(split.held_out):
+        rows = np.flatnonzero(split.test[:, i])
+        theta = ability[draw_of_sample][:, rows, :]  # (sample, llm, k)
+        eta = np.einsum("slk,sk->sl", theta, samples[position, :, :k]) + samples[position, :, k][:, None]
+        out[rows, i] = (1.0 / (1.0 + np.exp(-eta))).mean(axis=0)
+    return out[split.test]
+
+
+def _item_priors(
+    fit: xr.DataTree, responses: ResponseMatrix, items: np.ndarray, draws_seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per (held-out item, draw) prior mean and variance of ``(loading, intercept)``."""
+    post = fit["posterior"].to_dataset()
+    names = [
+        "benchmark_loading_mean",
+        "benchmark_loading_spread",
+        "benchmark_intercept_mean",
+        "benchmark_intercept_spread",
+    ]
+    if "subgroup_intercept_offset" in post:
+        names.append("subgroup_intercept_offset")
+    hyper = thinned_draws(fit, _PREDICTION_DRAWS, seed=draws_seed, variables=tuple(names))
+    spec = ModelSpec.from_json(fit.attrs["benchmirt_spec"])
+    k = post.sizes["dimension"]
+    n_draw = hyper.sizes["sample_index"]
+    fitted_benchmarks = list(map(str, hyper["benchmark"].values))
+    fitted_subgroups = (
+        list(map(str, hyper["subgroup_key"].values)) if "subgroup_intercept_offset" in hyper else []
+    )
+    mean = np.zeros((len(items), n_draw, k + 1))
+    var = np.zeros((len(items), n_draw, k + 1))
+    for position, i in enumerate(items):
+        bench = str(responses.benchmarks[i])
+        key = f"{bench}/{responses.subgroups[i]}"
+        if bench in fitted_benchmarks:
+            b = fitted_benchmarks.index(bench)
+            mean[position, :, :k] = (
+                hyper["benchmark_loading_mean"]
+                .isel(benchmark=b)
+                .transpose("sample_index", "dimension")
+                .values
+            )
+            var[position, :, :k] = (hyper["benchmark_loading_spread"].isel(benchmark=b).values ** 2)[:, None]
+            mean[position, :, k] = hyper["benchmark_intercept_mean"].isel(benchmark=b).values
+            var[position, :, k] = hyper["benchmark_intercept_spread"].isel(benchmark=b).values ** 2
+            if key in fitted_subgroups:
+                mean[position, :, k] += (
+                    hyper["subgroup_intercept_offset"].isel(subgroup_key=fitted_subgroups.index(key)).values
+                )
+        else:  # a benchmark with no training items: the top-level prior
+            var[position, :, :k] = spec["loading"]["mean_sigma"] ** 2 + spec["loading"]["spread_sigma"] ** 2
+            mean[position, :, k] = spec["intercept"]["mean_mu"]
+            var[position, :, k] = (
+                spec["intercept"]["mean_sigma"] ** 2 + spec["intercept"]["spread_sigma"] ** 2
+            )
+    return mean, var
+
+
+# ---------------------------------------------------------------- results
+@dataclass
+class CrossValidation:
+    """Result of :func:`cross_validate`.
+
+    Attributes
+    ----------
+    table
+        Tidy: one row per ``(scheme, model, fold, metric, benchmark)`` with
+        ``value``; ``benchmark == "all"`` for pooled metrics, and per-benchmark
+        rows for ``spearman`` (rank correlation, across LLMs, of mean predicted
+        and mean actual score on the fold's test cells).
+    calibration
+        Reliability-curve data per model, pooled over folds.
+    settings
+        The call's settings (scheme, folds, seed, dims, fit arguments).
+
+    """
+
+    table: pd.DataFrame
+    calibration: pd.DataFrame
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self, interval: float = 0.95) -> pd.DataFrame:
+        """Mean over folds per (model, metric) with standard error and a t-interval.
+
+        ``spearman`` is the mean over benchmarks of the per-benchmark
+        correlation, per fold.
+        """
+        from scipy import stats
+
+        overall = self.table[self.table["benchmark"] == "all"]
+        per_bench = self.table[(self.table["metric"] == "spearman") & (self.table["benchmark"] != "all")]
+        averaged = per_bench.groupby(["model", "fold"], as_index=False)["value"].mean()
+        averaged["metric"] = "spearman"
+        frame = pd.concat([overall[["model", "fold", "metric", "value"]], averaged])
+        grouped = frame.groupby(["model", "metric"])["value"]
+        out = pd.DataFrame({"mean": grouped.mean(), "se": grouped.sem(), "n_folds": grouped.count()})
+        t = stats.t.ppf(0.5 + interval / 2, np.maximum(out["n_folds"] - 1, 1))
+        out["lower"] = out["mean"] - t * out["se"]
+        out["upper"] = out["mean"] + t * out["se"]
+        return out
+
+    def wide(self) -> pd.DataFrame:
+        """Mean of each metric (columns) per model (rows), best first by log loss."""
+        table = self.summary()["mean"].unstack("metric")
+        return table.sort_values("log_loss")
+
+
+def mirt_name(n_dims: int) -> str:
+    """Row label of an MIRT model (``mirt_1d`` is the 2PL)."""
+    return f"mirt_{n_dims}d"
+
+
+def cross_validate(
+    responses: ResponseMatrix,
+    *,
+    n_dims: Sequence[int] = (1, 2, 3, 4),
+    folds: int = 10,
+    scheme: Scheme = "cells",
+    method: str = "advi",
+    seed: int = 42,
+    category: str | None = None,
+    reveal_share: float = 0.5,
+    fit_kwargs: dict[str, Any] | None = None,
+    executor: ExecutorArg = "auto",
+    results_dir: str | Path | None = None,
+    progressbar: bool = True,
+) -> CrossValidation:
+    """K-fold held-out prediction of MIRT models against simple baselines.
+
+    Parameters
+    ----------
+    responses
+        The data.
+    n_dims
+        MIRT dimensions to fit; the 1-D model (the 2PL) is always included as a baseline.
+    folds
+        Number of folds K.
+    scheme
+        ``"cells"`` (the published protocol), ``"llms"`` or ``"items"``; see the module docstring.
+    method
+        Inference for the fold fits (``"advi"`` by default; ``"nuts"``, ``"map"``, ...).
+    seed
+        Seed of the folds and of every fit (each fold × n_dims gets its own derived seed).
+    category
+        An item coordinate for the "LLM × category mean" baseline (e.g. ``"subgroup"``).
+    reveal_share
+        For ``llms`` / ``items``: share of a held-out LLM's items (an item's LLMs)
+        that are revealed for placing it; the rest are predicted.
+    fit_kwargs
+        Further arguments for :func:`benchmirt_bayes.fit_posterior` (``draws``,
+        ``tune``, ``chains``, ``spec``, ...). Default ``draws=100``.
+    executor
+        Where the fold fits run (see :func:`benchmirt_bayes.batch.run_batch`).
+    results_dir
+        Folder where each fold fit is saved as it finishes; reruns skip finished fits.
+    progressbar
+        Print one line per finished fit.
+
+    Returns
+    -------
+    CrossValidation
+        The tidy table, calibration data and settings.
+
+    """
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+    if folds < 2:
+        raise ValueError(f"folds must be at least 2, got {folds}")
+    if category is not None and category not in responses.item_coords:
+        raise KeyError(f"unknown item coordinate {category!r}; available: {responses.item_coords}")
+    dims = sorted({1, *(int(d) for d in n_dims)})
+    if dims[0] < 1:
+        raise ValueError(f"n_dims must be positive, got {list(n_dims)}")
+    kwargs = {"draws": 100, **(fit_kwargs or {}), "method": method}
+    if "spec" in kwargs and isinstance(kwargs["spec"], ModelSpec):
+        kwargs["spec"] = json.loads(kwargs["spec"].to_json())
+    fit_json = json.dumps(kwargs, sort_keys=True)
+    tasks = [
+        CVFitTask(scheme, fold, folds, seed, reveal_share, d, fit_json) for fold in range(folds) for d in dims
+    ]
+
+    def report(key: str, _tree: xr.DataTree) -> None:
+        if progressbar:
+            report.done += 1
+            print(f"[cross_validate] {report.done}/{len(tasks)} fits done ({key})", flush=True)
+
+    report.done = 0
+    chains = int(kwargs.get("chains", 4)) if method == "nuts" else 1
+    fits = run_batch(
+        tasks,
+        responses,
+        executor=executor,
+        results_dir=results_dir,
+        cores_per_task=chains,
+        fork_safe=kwargs.get("sampler") != "numpyro",
+        on_result=report,
+    )
+    baselines = {"global_mean": "global", "llm_mean": "llm", "llm_x_benchmark_mean": "benchmark"}
+    if category is not None:
+        baselines[f"llm_x_{category}_mean"] = category
+    rows, calibration = [], []
+    for fold in range(folds):
+        split = fold_split(responses, scheme, fold, folds, seed, reveal_share)
+        outcome = responses.values[split.test]
+        predictions = {
+            name: baseline_predictions(responses, split.known, by)[split.test]
+            for name, by in baselines.items()
+        }
+        for d in dims:
+            task = CVFitTask(scheme, fold, folds, seed, reveal_share, d, fit_json)
+            predictions[mirt_name(d)] = mirt_predictions(fits[task.key], responses, split, scheme, seed=fold)
+        for model, prob in predictions.items():
+            for metric, value in prediction_metrics(outcome, prob).items():
+                rows.append((scheme, model, fold, metric, "all", value))
+            for bench, value in _spearman_by_benchmark(responses, split.test, prob).items():
+                rows.append((scheme, model, fold, "spearman", bench, value))
+            cal = calibration_table(outcome, prob)
+            cal.insert(0, "model", model)
+            cal.insert(1, "fold", fold)
+            calibration.append(cal)
+    table = pd.DataFrame(rows, columns=["scheme", "model", "fold", "metric", "benchmark", "value"])
+    cal = pd.concat(calibration, ignore_index=True)
+    pooled = _pool_calibration(cal)
+    settings = {
+        "scheme": scheme,
+        "folds": folds,
+        "seed": seed,
+        "n_dims": dims,
+        "reveal_share": reveal_share,
+        "category": category,
+        "fit": kwargs,
+        "data_hash": responses.data_hash(),
+    }
+    return CrossValidation(table, pooled, settings)
+
+
+def _spearman_by_benchmark(responses: ResponseMatrix, test: np.ndarray, prob: np.ndarray) -> dict[str, float]:
+    predicted = np.full(test.shape, np.nan)
+    predicted[test] = prob
+    actual = np.where(test, responses.values, np.nan)
+    out = {}
+    for bench in responses.benchmark_names:
+        cols = responses.benchmarks == bench
+        has = test[:, cols].any(axis=1)
+        if has.sum() < 3:
+            continue
+        with np.errstate(invalid="ignore"):
+            mean_pred = np.nanmean(predicted[has][:, cols], axis=1)
+            mean_act = np.nanmean(actual[has][:, cols], axis=1)
+        out[bench] = spearman(mean_pred, mean_act)
+    return out
+
+
+def _pool_calibration(cal: pd.DataFrame) -> pd.DataFrame:
+    cal = cal.assign(
+        weighted_pred=cal["mean_predicted"] * cal["count"], weighted_obs=cal["observed_rate"] * cal["count"]
+    )
+    grouped = cal.groupby(["model", "bin", "bin_lower", "bin_upper"], as_index=False)[
+        ["weighted_pred", "weighted_obs", "count"]
+    ].sum()
+    grouped["mean_predicted"] = grouped["weighted_pred"] / grouped["count"]
+    grouped["observed_rate"] = grouped["weighted_obs"] / grouped["count"]
+    return grouped[["model", "bin", "bin_lower", "bin_upper", "mean_predicted", "observed_rate", "count"]]
+
+
+# ------------------------------------------------------------- n_dims choice
+@dataclass
+class DimensionChoice:
+    """Result of :func:`choose_n_dims`."""
+
+    n_dims: int
+    table: pd.DataFrame
+    rule: str
+    cross_validation: CrossValidation | None = None
+
+    def __str__(self) -> str:
+        return f"recommended n_dims = {self.n_dims} ({self.rule})\n{self.table.to_string()}"
+
+
+def choose_n_dims(
+    data: ResponseMatrix | CrossValidation,
+    *,
+    n_dims: Sequence[int] = (1, 2, 3, 4),
+    metric: str = "log_loss",
+    **cv_kwargs: Any,
+) -> DimensionChoice:
+    """Recommend the number of dimensions from held-out prediction (one-standard-error rule).
+
+    The recommendation is the smallest ``n_dims`` whose mean held-out
+    ``metric`` over folds is within one standard error (of the best model's
+    fold means) of the best. Pass a :class:`CrossValidation` to reuse folds
+    already fitted, or a :class:`ResponseMatrix` to run :func:`cross_validate`
+    (``cv_kwargs`` are passed on; use ``executor=`` to run the sweep on a cluster).
+
+    Returns
+    -------
+    DimensionChoice
+        ``n_dims``, the table behind it (mean, se, difference to the best) and the rule.
+
+    """
+    if isinstance(data, ResponseMatrix):
+        cv = cross_validate(data, n_dims=n_dims, **cv_kwargs)
+    elif isinstance(data, CrossValidation):
+        cv = data
+    else:
+        raise TypeError(f"expected a ResponseMatrix or CrossValidation, got {type(data).__name__}")
+    summary = cv.summary().reset_index()
+    rows = summary[(summary["metric"] == metric) & summary["model"].str.match(r"mirt_\d+d$")].copy()
+    if rows.empty:
+        raise ValueError(f"no MIRT rows for metric {metric!r} in the cross-validation")
+    rows["n_dims"] = rows["model"].str.extract(r"mirt_(\d+)d")[0].astype(int)
+    rows = rows.sort_values("n_dims").set_index("n_dims")
+    sign = 1.0 if LOWER_IS_BETTER.get(metric, True) else -1.0
+    best = (sign * rows["mean"]).idxmin()
+    threshold = sign * rows.loc[best, "mean"] + rows.loc[best, "se"]
+    eligible = rows.index[(sign * rows["mean"]) <= threshold]
+    choice = int(eligible.min())
+    rows["difference_to_best"] = rows["mean"] - rows.loc[best, "mean"]
+    rows["within_one_se"] = rows.index.isin(eligible)
+    rule = (
+        f"smallest n_dims with mean held-out {metric} within one SE of the best "
+        f"(best: {best} dims, {rows.loc[best, 'mean']:.4f} ± {rows.loc[best, 'se']:.4f})"
+    )
+    table = rows[["mean", "se", "lower", "upper", "difference_to_best", "within_one_se"]]
+    return DimensionChoice(choice, table, rule, cv)

@@ -1,0 +1,410 @@
+"""Place a new LLM (or a new item) given a fitted posterior: ``score_llm`` and ``adaptive_test``.
+
+The ability posterior of a new LLM given its responses ``y`` is
+``p(θ | y, D) = ∫ p(θ | y, items) p(items | D) d items``. We integrate over item
+uncertainty by Monte Carlo over posterior draws of the item parameters: for each
+draw, a Laplace approximation of ``p(θ | y, items_s)`` (Newton's method on a
+strictly concave log density) serves as proposal for sampling-importance-
+resampling, so each draw contributes exact (weighted) samples, not a plug-in.
+The same routine estimates new items' parameters from known abilities.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from benchmirt_bayes.inference import responses_from_tree
+from benchmirt_bayes.predictive import thinned_draws
+from benchmirt_bayes.spec import ModelSpec
+
+
+# ------------------------------------------------------------------ the core
+def laplace_sir(
+    design: np.ndarray,
+    offset: np.ndarray,
+    outcomes: np.ndarray,
+    prior_mean: np.ndarray,
+    prior_var: np.ndarray,
+    *,
+    samples_per_draw: int = 4,
+    seed: int = 0,
+    newton_steps: int = 30,
+) -> np.ndarray:
+    """Samples of logistic-regression weights, one regression per (unit, draw).
+
+    Model: ``y_un ~ Bernoulli(sigmoid(design_sn · w_us + offset_sn))`` with
+    prior ``w_us ~ N(prior_mean, diag(prior_var))``.
+
+    Parameters
+    ----------
+    design
+        ``(draw, n, p)`` covariates per posterior draw.
+    offset
+        ``(draw, n)`` fixed part of the logit.
+    outcomes
+        ``(unit, n)`` responses, NaN where not observed.
+    prior_mean, prior_var
+        Broadcastable to ``(unit, draw, p)``.
+    samples_per_draw
+        Importance samples drawn per (unit, draw); the pooled, resampled set has
+        ``draw × samples_per_draw`` samples per unit.
+    seed
+        Seed of the proposals and the resampling.
+    newton_steps
+        Maximum Newton iterations for the mode (the log density is strictly concave).
+
+    Returns
+    -------
+    ndarray
+        ``(unit, draw × samples_per_draw, p)``; sample ``k`` belongs to draw
+        ``k // samples_per_draw``, so it can be paired with that draw's design.
+
+    """
+    n_draw, _, p = design.shape
+    n_unit = outcomes.shape[0]
+    mask = ~np.isnan(outcomes)
+    y = np.where(mask, outcomes, 0.0)
+    shape = (n_unit, n_draw, p)
+    mean = np.broadcast_to(prior_mean, shape).astype(float)
+    var = np.broadcast_to(prior_var, shape).astype(float)
+    w = mean.copy()
+    for _ in range(newton_steps):
+        grad, hess = _gradient_hessian(design, offset, y, mask, w, mean, var)
+        step = np.linalg.solve(-hess, grad[..., None])[..., 0]
+        w = w + step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    _, hess = _gradient_hessian(design, offset, y, mask, w, mean, var)
+    cov = np.linalg.inv(-hess)
+    cov = 0.5 * (cov + np.swapaxes(cov, -1, -2))
+    chol = np.linalg.cholesky(cov)
+    rng = np.random.default_rng(seed)
+    m = samples_per_draw * 4  # proposals per (unit, draw), resampled down to samples_per_draw
+    noise = rng.standard_normal((n_unit, n_draw, m, p))
+    proposals = w[:, :, None, :] + np.einsum("udpq,udmq->udmp", chol, noise)
+    log_q = -0.5 * np.sum(noise**2, axis=-1)
+    log_target = _log_density(design, offset, y, mask, proposals, mean, var)
+    log_weight = log_target - log_q
+    log_weight -= log_weight.max(axis=-1, keepdims=True)
+    weight = np.exp(log_weight)
+    weight /= weight.sum(axis=-1, keepdims=True)
+    cumulative = np.cumsum(weight, axis=-1)
+    cumulative[..., -1] = 1.0
+    u = rng.random((n_unit, n_draw, samples_per_draw))
+    chosen = np.minimum((cumulative[:, :, None, :] < u[..., None]).sum(axis=-1), m - 1)
+    picked = np.take_along_axis(proposals, chosen[..., None], axis=2)
+    return picked.reshape(n_unit, n_draw * samples_per_draw, p)
+
+
+def _gradient_hessian(design, offset, y, mask, w, mean, var):
+    eta = np.einsum("snp,usp->usn", design, w) + offset[None]
+    prob = 1.0 / (1.0 + np.exp(-eta))
+    resid = (y[:, None, :] - prob) * mask[:, None, :]
+    grad = np.einsum("snp,usn->usp", design, resid) - (w - mean) / var
+    weight = prob * (1.0 - prob) * mask[:, None, :]
+    hess = -np.einsum("snp,usn,snq->uspq", design, weight, design)
+    idx = np.arange(w.shape[-1])
+    hess[..., idx, idx] -= 1.0 / var
+    return grad, hess
+
+
+def _log_density(design, offset, y, mask, w, mean, var):
+    """Unnormalised log posterior at ``w (unit, draw, m, p)``."""
+    eta = np.einsum("snp,usmp->usmn", design, w) + offset[None, :, None, :]
+    loglik = y[:, None, None, :] * eta - np.logaddexp(0.0, eta)
+    loglik = np.sum(loglik * mask[:, None, None, :], axis=-1)
+    prior = -0.5 * np.sum((w - mean[:, :, None, :]) ** 2 / var[:, :, None, :], axis=-1)
+    return loglik + prior
+
+
+# ---------------------------------------------------------- item parameters
+@dataclass(frozen=True)
+class ItemDraws:
+    """Thinned posterior draws of the item parameters, aligned to one item order."""
+
+    items: np.ndarray
+    loading: np.ndarray  # (draw, item, dimension)
+    intercept: np.ndarray  # (draw, item)
+    dimensions: list[str]
+    ability_prior_cov: np.ndarray  # (dimension, dimension)
+
+    @classmethod
+    def from_posterior(cls, posterior: xr.DataTree, n_draws: int = 100, seed: int = 0) -> ItemDraws:
+        """Thin the posterior and pull out item parameters and the ability prior."""
+        draws = thinned_draws(posterior, n_draws, seed=seed)
+        loading = draws["loading"].transpose("sample_index", "item", "dimension")
+        intercept = draws["intercept"].transpose("sample_index", "item")
+        spec = (
+            ModelSpec.from_json(posterior.attrs["benchmirt_spec"])
+            if "benchmirt_spec" in posterior.attrs
+            else None
+        )
+        sigma = float(spec["ability"]["sigma"]) if spec is not None else 1.0
+        k = loading.sizes["dimension"]
+        cov = np.eye(k) * sigma**2
+        post = posterior["posterior"]
+        if "ability_correlation" in post.data_vars:
+            corr = post["ability_correlation"].mean(("chain", "draw")).values
+            cov = corr * sigma**2
+        return cls(
+            np.asarray(loading["item"].values).astype(str),
+            loading.values,
+            intercept.values,
+            list(map(str, loading["dimension"].values)),
+            cov,
+        )
+
+    def columns(self, items: np.ndarray) -> np.ndarray:
+        """Positions of ``items`` in this item order (KeyError listing unknown ids)."""
+        position = {item: i for i, item in enumerate(self.items)}
+        unknown = [i for i in items if i not in position]
+        if unknown:
+            shown = ", ".join(map(str, unknown[:10]))
+            raise KeyError(f"{len(unknown)} items are not in the fitted posterior: {shown}")
+        return np.array([position[i] for i in items], dtype=np.int64)
+
+
+def ability_samples(
+    item_draws: ItemDraws,
+    outcomes: np.ndarray,
+    *,
+    samples_per_draw: int = 4,
+    seed: int = 0,
+    chunk: int = 32,
+) -> np.ndarray:
+    """Ability samples ``(unit, sample, dimension)`` for rows of ``outcomes (unit, item)``.
+
+    ``outcomes`` is in ``item_draws.items`` order, NaN where not evaluated.
+    Sample ``k`` pairs with item draw ``k // samples_per_draw``.
+    """
+    outcomes = np.atleast_2d(np.asarray(outcomes, dtype=float))
+    answered = np.flatnonzero((~np.isnan(outcomes)).any(axis=0))
+    design = item_draws.loading[:, answered, :]
+    offset = item_draws.intercept[:, answered]
+    prior_var = np.diag(item_draws.ability_prior_cov)
+    parts = []
+    for start in range(0, outcomes.shape[0], chunk):
+        rows = outcomes[start : start + chunk][:, answered]
+        parts.append(
+            laplace_sir(
+                design, offset, rows, 0.0, prior_var, samples_per_draw=samples_per_draw, seed=seed + start
+            )
+        )
+    return np.concatenate(parts, axis=0)
+
+
+def probabilities_for_samples(item_draws: ItemDraws, samples: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """``(unit, sample, item)`` probabilities of correct answers on ``columns``."""
+    per_draw = samples.shape[1] // item_draws.loading.shape[0]
+    draw_of_sample = np.arange(samples.shape[1]) // per_draw
+    loading = item_draws.loading[draw_of_sample][:, columns, :]  # (sample, item, dim)
+    intercept = item_draws.intercept[draw_of_sample][:, columns]
+    eta = np.einsum("usk,sik->usi", samples, loading) + intercept[None]
+    return 1.0 / (1.0 + np.exp(-eta))
+
+
+# ---------------------------------------------------------------- score_llm
+@dataclass
+class LLMScore:
+    """The posterior of a new LLM's abilities and predicted benchmark scores."""
+
+    ability: xr.DataArray  # (sample, dimension)
+    benchmark_scores: pd.DataFrame  # benchmark × mean, sd, lower, upper, observed, n_answered
+    items_answered: int
+
+    def ability_summary(self, interval: float = 0.9) -> pd.DataFrame:
+        """Mean, SD and central interval of each ability dimension."""
+        tail = (1 - interval) / 2
+        values = self.ability.values
+        return pd.DataFrame(
+            {
+                "mean": values.mean(axis=0),
+                "sd": values.std(axis=0),
+                "lower": np.quantile(values, tail, axis=0),
+                "upper": np.quantile(values, 1 - tail, axis=0),
+            },
+            index=pd.Index(self.ability["dimension"].values, name="dimension"),
+        )
+
+
+def score_llm(
+    posterior: xr.DataTree,
+    responses_of_new_llm: Mapping[str, float] | pd.Series,
+    *,
+    n_draws: int = 200,
+    samples_per_draw: int = 4,
+    interval: float = 0.9,
+    seed: int = 0,
+) -> LLMScore:
+    """Posterior of a new LLM's abilities from any subset of the fitted items.
+
+    Item uncertainty is integrated over (``n_draws`` posterior draws, each with
+    its own ability posterior), not plugged in at point estimates.
+
+    Parameters
+    ----------
+    posterior
+        A fit from :func:`benchmirt_bayes.fit_posterior`.
+    responses_of_new_llm
+        ``{item_id: 0 or 1}`` for the items the LLM was evaluated on (NaN = not
+        evaluated). Unknown item ids raise ``KeyError``.
+    n_draws, samples_per_draw
+        Posterior draws of the items used, and ability samples per draw.
+    interval
+        Width of the reported central intervals.
+    seed
+        Seed of the thinning and the importance sampling.
+
+    Returns
+    -------
+    LLMScore
+        ``ability (sample, dimension)`` and, per benchmark, the predicted share
+        correct over *all* its items with interval, next to the observed share
+        on the answered items.
+
+    """
+    answers = pd.Series(responses_of_new_llm, dtype=float)
+    bad = answers.dropna()[~answers.dropna().isin([0.0, 1.0])]
+    if len(bad):
+        raise ValueError(f"responses must be 0/1 (or NaN); got {bad.iloc[:5].to_dict()}")
+    item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
+    columns = item_draws.columns(answers.index.astype(str).to_numpy())
+    outcomes = np.full((1, len(item_draws.items)), np.nan)
+    outcomes[0, columns] = answers.to_numpy()
+    samples = ability_samples(item_draws, outcomes, samples_per_draw=samples_per_draw, seed=seed)
+    all_columns = np.arange(len(item_draws.items))
+    probs = probabilities_for_samples(item_draws, samples, all_columns)[0]  # (sample, item)
+    benchmarks = responses_from_tree(posterior).benchmarks.astype(str)
+    tail = (1 - interval) / 2
+    rows = []
+    for name in pd.unique(benchmarks):
+        cols = benchmarks == name
+        score = probs[:, cols].mean(axis=1)
+        answered = outcomes[0, cols]
+        n_answered = int((~np.isnan(answered)).sum())
+        rows.append(
+            {
+                "benchmark": name,
+                "mean": score.mean(),
+                "sd": score.std(),
+                "lower": np.quantile(score, tail),
+                "upper": np.quantile(score, 1 - tail),
+                "observed": np.nanmean(answered) if n_answered else np.nan,
+                "n_answered": n_answered,
+                "n_items": int(cols.sum()),
+            }
+        )
+    ability = xr.DataArray(
+        samples[0], dims=("sample", "dimension"), coords={"dimension": item_draws.dimensions}
+    )
+    return LLMScore(ability, pd.DataFrame(rows).set_index("benchmark"), int(answers.notna().sum()))
+
+
+# ------------------------------------------------------------ adaptive test
+def expected_information(item_draws: ItemDraws, samples: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """``(candidate, dim, dim)`` Fisher information averaged over the ability posterior samples.
+
+    ``E[p(1-p) a aᵀ]`` with each sample paired with its item draw, so item
+    uncertainty is integrated as well.
+    """
+    probs = probabilities_for_samples(item_draws, samples[None], candidates)[0]  # (sample, cand)
+    per_draw = samples.shape[0] // item_draws.loading.shape[0]
+    loading = item_draws.loading[np.arange(samples.shape[0]) // per_draw][:, candidates, :]
+    weight = probs * (1 - probs)
+    return np.einsum("sc,sck,scl->ckl", weight, loading, loading) / samples.shape[0]
+
+
+def adaptive_test(
+    posterior: xr.DataTree,
+    answer: Callable[[str], float],
+    *,
+    budget: int,
+    stop_sd: float | None = None,
+    items: np.ndarray | list[str] | None = None,
+    order: str = "information",
+    n_draws: int = 50,
+    samples_per_draw: int = 8,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Computerised adaptive testing of a new LLM on the fitted items.
+
+    At every step the next item maximises ``log det(P + I_i)``, where ``P`` is
+    the precision of the current ability posterior and ``I_i`` the item's
+    expected Fisher information over that posterior (D-optimality:
+    the largest expected shrinkage of the multidimensional posterior).
+
+    Parameters
+    ----------
+    posterior
+        A fit from :func:`benchmirt_bayes.fit_posterior`.
+    answer
+        ``answer(item_id) -> 0 or 1``: evaluates the LLM on one item.
+    budget
+        Maximum number of items asked.
+    stop_sd
+        Stop early once every dimension's posterior SD is below this.
+    items
+        The item pool (default: every fitted item).
+    order
+        ``"information"`` (adaptive) or ``"random"`` (the baseline, seeded).
+    n_draws, samples_per_draw
+        Posterior draws of the items, ability samples per draw.
+    seed
+        Seed of thinning, sampling and random order.
+
+    Returns
+    -------
+    DataFrame
+        One row per step: ``step``, ``item``, ``response``, then
+        ``mean_<dim>`` and ``sd_<dim>`` of the ability posterior after it.
+
+    """
+    if budget < 1:
+        raise ValueError(f"budget must be at least 1, got {budget}")
+    if order not in ("information", "random"):
+        raise ValueError(f"order must be 'information' or 'random', got {order!r}")
+    item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
+    pool = item_draws.items if items is None else np.asarray(items, dtype=str)
+    pool_columns = list(item_draws.columns(pool))
+    rng = np.random.default_rng(seed)
+    outcomes = np.full((1, len(item_draws.items)), np.nan)
+    k = len(item_draws.dimensions)
+    samples = _prior_samples(item_draws, samples_per_draw, rng)
+    rows = []
+    for step in range(1, min(budget, len(pool_columns)) + 1):
+        if order == "random":
+            choice = int(rng.integers(len(pool_columns)))
+        else:
+            info = expected_information(item_draws, samples, np.array(pool_columns))
+            precision = np.linalg.inv(np.cov(samples.T).reshape(k, k) + 1e-9 * np.eye(k))
+            _, logdet = np.linalg.slogdet(precision[None] + info)
+            choice = int(np.argmax(logdet))
+        column = pool_columns.pop(choice)
+        item = str(item_draws.items[column])
+        response = float(answer(item))
+        if response not in (0.0, 1.0):
+            raise ValueError(f"answer({item!r}) must return 0 or 1, got {response!r}")
+        outcomes[0, column] = response
+        samples = ability_samples(item_draws, outcomes, samples_per_draw=samples_per_draw, seed=seed + step)[
+            0
+        ]
+        row = {"step": step, "item": item, "response": response}
+        for d, name in enumerate(item_draws.dimensions):
+            row[f"mean_{name}"] = samples[:, d].mean()
+            row[f"sd_{name}"] = samples[:, d].std()
+        rows.append(row)
+        sds = samples.std(axis=0)
+        if stop_sd is not None and np.all(sds < stop_sd):
+            break
+    return pd.DataFrame(rows)
+
+
+def _prior_samples(item_draws: ItemDraws, per_draw: int, rng: np.random.Generator) -> np.ndarray:
+    n = item_draws.loading.shape[0] * per_draw
+    chol = np.linalg.cholesky(item_draws.ability_prior_cov)
+    return rng.standard_normal((n, chol.shape[0])) @ chol.T

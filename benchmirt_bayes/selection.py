@@ -1,0 +1,460 @@
+"""Small item subsets that keep the picture: ``select_items``, ``evaluate_subset``, held-out LLM error.
+
+Three selection rules:
+
+``published``
+    The study's rule on identified parameters: per dimension, items are cut
+    into 100 equal-count bins of multidimensional difficulty; in every bin the
+    items whose loading on the dimension is at or above the bin's
+    ``1 − fraction`` quantile are kept (the lowest for a dimension whose items
+    load negatively on average). Per-dimension selections are united and, if
+    the union is larger than asked, trimmed by largest absolute loading.
+``information``
+    Greedy D-optimal design over the fitted LLM population: add the item that
+    most increases ``Σ_j log det(P_j)``, where ``P_j`` is LLM ``j``'s ability
+    precision (prior precision plus the Fisher information of the items so far,
+    ``p(1−p) a aᵀ`` at posterior means). The log-det saturates for an LLM
+    already well measured, so the rule spreads items over the ability range
+    (difficulty coverage) by itself; benchmark balance is enforced by quotas
+    proportional to benchmark size (at least one item each). Submodular, so a
+    lazy greedy search gives the exact greedy answer quickly.
+``random``
+    A seeded uniform sample: the baseline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from benchmirt_bayes.batch import ExecutorArg, run_batch
+from benchmirt_bayes.identification import procrustes
+from benchmirt_bayes.inference import responses_from_tree
+from benchmirt_bayes.metrics import spearman
+from benchmirt_bayes.responses import ResponseMatrix
+from benchmirt_bayes.scoring import ItemDraws, ability_samples, probabilities_for_samples
+
+SelectionMethod = Literal["published", "information", "random"]
+METHODS = ("published", "information", "random")
+FRACTIONS = (0.01, 0.05, 0.1, 0.25, 0.5)
+
+
+def _target_size(n_total: int, fraction: float | None, n_items: int | None) -> int:
+    if (fraction is None) == (n_items is None):
+        raise ValueError("give exactly one of fraction= or n_items=")
+    if fraction is not None:
+        if not 0 < fraction <= 1:
+            raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+        return max(1, round(fraction * n_total))
+    if not 1 <= n_items <= n_total:
+        raise ValueError(f"n_items must be between 1 and {n_total}, got {n_items}")
+    return int(n_items)
+
+
+def point_parameters(posterior: xr.DataTree) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Posterior means: ``loading (item, dim)``, ``intercept (item)``, ``ability (llm, dim)``, dims."""
+    post = posterior["posterior"]
+    loading = post["loading"].mean(("chain", "draw")).transpose("item", "dimension").values
+    intercept = post["intercept"].mean(("chain", "draw")).values
+    ability = post["ability"].mean(("chain", "draw")).transpose("llm", "dimension").values
+    return loading, intercept, ability, list(map(str, post["dimension"].values))
+
+
+def select_items(
+    posterior: xr.DataTree,
+    fraction: float | None = None,
+    n_items: int | None = None,
+    *,
+    method: SelectionMethod = "information",
+    dimension: str | None = None,
+    seed: int = 0,
+    n_bins: int = 100,
+) -> pd.Index:
+    """Choose a small item subset (see the module docstring for the three rules).
+
+    Parameters
+    ----------
+    posterior
+        A fit from :func:`benchmirt_bayes.fit_posterior`.
+    fraction, n_items
+        Size of the subset: a share of all items or a count (exactly one).
+    method
+        ``"published"``, ``"information"`` or ``"random"``.
+    dimension
+        Select for one dimension only (``published``: its bins only;
+        ``information``: precision of that dimension only). Default: all.
+    seed
+        Seed of the random baseline.
+    n_bins
+        Difficulty bins of the published rule.
+
+    Returns
+    -------
+    pandas.Index
+        The selected item ids, in the posterior's item order.
+
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    loading, intercept, ability, dims = point_parameters(posterior)
+    items = posterior["posterior"]["item"].values.astype(str)
+    size = _target_size(len(items), fraction, n_items)
+    share = size / len(items)
+    dim_index = list(range(len(dims)))
+    if dimension is not None:
+        if dimension not in dims:
+            raise KeyError(f"unknown dimension {dimension!r}; available: {dims}")
+        dim_index = [dims.index(dimension)]
+    if method == "random":
+        chosen = np.random.default_rng(seed).choice(len(items), size=size, replace=False)
+    elif method == "published":
+        chosen = _published(loading, intercept, dim_index, share, size, n_bins)
+    else:
+        benchmarks = responses_from_tree(posterior).benchmarks.astype(str)
+        chosen = _greedy_information(loading, intercept, ability, dim_index, benchmarks, size)
+    return pd.Index(items[np.sort(chosen)], name="item")
+
+
+def _published(
+    loading: np.ndarray, intercept: np.ndarray, dim_index: list[int], share: float, size: int, n_bins: int
+) -> np.ndarray:
+    mdisc = np.sqrt((loading**2).sum(axis=1))
+    difficulty = -intercept / mdisc
+    order = np.argsort(difficulty, kind="stable")
+    bins = np.empty(len(order), dtype=np.int64)
+    bins[order] = np.arange(len(order)) * n_bins // len(order)  # equal-count bins
+    keep: set[int] = set()
+    for d in dim_index:
+        disc = loading[:, d]
+        sign = 1.0 if disc.mean() >= 0 else -1.0  # lowest for a negatively signed dimension
+        for b in range(n_bins):
+            members = np.flatnonzero(bins == b)
+            if members.size == 0:
+                continue
+            values = sign * disc[members]
+            cut = np.quantile(values, 1 - share)
+            keep.update(members[values >= cut].tolist())
+    chosen = np.array(sorted(keep), dtype=np.int64)
+    if chosen.size > size:
+        strength = np.abs(loading[chosen][:, dim_index]).max(axis=1)
+        chosen = chosen[np.argsort(-strength, kind="stable")[:size]]
+    return chosen
+
+
+def _greedy_information(
+    loading: np.ndarray,
+    intercept: np.ndarray,
+    ability: np.ndarray,
+    dim_index: list[int],
+    benchmarks: np.ndarray,
+    size: int,
+) -> np.ndarray:
+    prob = 1.0 / (1.0 + np.exp(-(ability @ loading.T + intercept)))  # (llm, item)
+    weight = prob * (1 - prob)
+    a = loading[:, dim_index]  # (item, k)
+    n_llm, k = ability.shape[0], len(dim_index)
+    precision_inv = np.repeat(np.eye(k)[None], n_llm, axis=0)  # prior precision = identity
+
+    def gain(i: int) -> float:
+        # matrix determinant lemma: log det(P + w a aᵀ) − log det P = log(1 + w aᵀ P⁻¹ a)
+        quad = np.einsum("k,jkl,l->j", a[i], precision_inv, a[i])
+        return float(np.log1p(weight[:, i] * quad).sum())
+
+    names, codes = np.unique(benchmarks, return_inverse=True)
+    counts = np.bincount(codes)
+    quota = np.maximum(1, np.floor(size * counts / counts.sum())).astype(int)
+    while quota.sum() < size:  # hand out the remainder by largest fractional part
+        remainder = size * counts / counts.sum() - quota
+        quota[np.argmax(np.where(quota < counts, remainder, -np.inf))] += 1
+    heap = [(-gain(i), i, 0) for i in range(len(a))]
+    heapq.heapify(heap)
+    chosen: list[int] = []
+    taken = np.zeros(len(names), dtype=int)
+    step = 0
+    while heap and len(chosen) < size:
+        _, i, evaluated_at = heapq.heappop(heap)
+        if taken[codes[i]] >= quota[codes[i]]:
+            continue
+        if evaluated_at != step:  # stale upper bound: re-evaluate and push back
+            heapq.heappush(heap, (-gain(i), i, step))
+            continue
+        chosen.append(i)
+        taken[codes[i]] += 1
+        step += 1
+        # Sherman–Morrison update of every LLM's inverse precision
+        u = np.einsum("jkl,l->jk", precision_inv, a[i])
+        denom = 1.0 + weight[:, i] * np.einsum("k,jk->j", a[i], u)
+        precision_inv = precision_inv - (weight[:, i] / denom)[:, None, None] * np.einsum("jk,jl->jkl", u, u)
+    return np.array(chosen, dtype=np.int64)
+
+
+# ------------------------------------------------------------------ evaluation
+@dataclass(frozen=True)
+class _PosteriorPayload:
+    """The posterior as the shared object of a batch."""
+
+    tree: xr.DataTree
+
+    def data_hash(self) -> str:
+        attrs = self.tree.attrs
+        key = json.dumps([attrs.get("benchmirt_data_hash"), attrs.get("benchmirt_created_at")])
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SubsetTask:
+    """Re-estimate every LLM's abilities from one subset, items held at their posterior."""
+
+    method: str
+    fraction: float
+    repeat: int
+    seed: int
+    n_draws: int
+
+    @property
+    def key(self) -> str:
+        """File stem."""
+        return f"subset_{self.method}_{self.fraction:g}_rep{self.repeat:02d}"
+
+    @property
+    def fingerprint(self) -> str:
+        """Everything that determines the result."""
+        return json.dumps(self.__dict__, sort_keys=True)
+
+    def run(self, payload: _PosteriorPayload) -> xr.DataTree:
+        """Select the subset and estimate abilities and benchmark scores from it."""
+        posterior = payload.tree
+        kept = select_items(posterior, self.fraction, method=self.method, seed=self.seed + self.repeat)
+        responses = responses_from_tree(posterior)
+        mean_ability, scores = subset_estimates(
+            posterior, responses, kept, n_draws=self.n_draws, seed=self.seed
+        )
+        ds = xr.Dataset(
+            {
+                "ability": (("llm", "dimension"), mean_ability),
+                "benchmark_score": (("llm", "benchmark"), scores.to_numpy()),
+                "kept": (("kept_item",), np.asarray(kept, dtype=str)),
+            },
+            coords={
+                "llm": responses.llms.astype(str),
+                "dimension": posterior["posterior"]["dimension"].values.astype(str),
+                "benchmark": scores.columns.astype(str),
+            },
+        )
+        return xr.DataTree(ds)
+
+
+def subset_estimates(
+    posterior: xr.DataTree,
+    responses: ResponseMatrix,
+    kept: Sequence[str],
+    *,
+    n_draws: int = 50,
+    seed: int = 0,
+) -> tuple[np.ndarray, pd.DataFrame]:
+    """Abilities and benchmark scores of every LLM in ``responses`` from the ``kept`` items only.
+
+    Item parameters stay at their posterior (``n_draws`` draws, integrated over);
+    abilities are re-estimated (posterior means). A benchmark score is the
+    observed share correct on the kept items plus the model's expected share on
+    the rest, over all the benchmark's items.
+
+    Returns
+    -------
+    ability
+        ``(llm, dimension)`` posterior means.
+    scores
+        LLM × benchmark estimated share correct.
+
+    """
+    item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
+    order = item_draws.columns(responses.items.astype(str))
+    kept_mask = np.isin(item_draws.items, np.asarray(kept, dtype=str))
+    outcomes = np.full((responses.n_llms, len(item_draws.items)), np.nan)
+    outcomes[:, order] = responses.values
+    revealed = np.where(kept_mask[None, :], outcomes, np.nan)
+    samples = ability_samples(item_draws, revealed, seed=seed)
+    benchmarks = np.empty(len(item_draws.items), dtype=object)
+    benchmarks[order] = responses.benchmarks.astype(str)
+    names = list(pd.unique(responses.benchmarks.astype(str)))
+    scores = np.zeros((responses.n_llms, len(names)))
+    all_columns = np.arange(len(item_draws.items))
+    for j in range(responses.n_llms):
+        expected = probabilities_for_samples(item_draws, samples[j : j + 1], all_columns)[0].mean(axis=0)
+        filled = np.where(kept_mask & ~np.isnan(outcomes[j]), outcomes[j], expected)
+        for b, name in enumerate(names):
+            scores[j, b] = filled[benchmarks == name].mean()
+    return samples.mean(axis=1), pd.DataFrame(scores, index=responses.llms.astype(str), columns=names)
+
+
+def evaluate_subset(
+    posterior: xr.DataTree,
+    *,
+    fractions: Sequence[float] = FRACTIONS,
+    methods: Sequence[str] = METHODS,
+    repeats: int = 5,
+    truth: xr.Dataset | None = None,
+    n_draws: int = 50,
+    seed: int = 0,
+    executor: ExecutorArg = "auto",
+    results_dir: str | Path | None = None,
+) -> pd.DataFrame:
+    """Fidelity of small subsets: abilities re-estimated from the kept items vs the full data.
+
+    For every method and fraction (``repeats`` subsets for ``random``, one for
+    the deterministic rules), every LLM's abilities are re-estimated from the
+    kept items with item parameters held at their posterior, and compared with
+    the full-data posterior mean abilities (per dimension) and with the full
+    benchmark means (per benchmark, estimated score vs observed share), by
+    Pearson and Spearman correlation; with ``truth`` (a simulation's truth,
+    ``ability (llm, dimension)``), also against the true abilities, after one
+    orthogonal Procrustes rotation of the full-data abilities onto the truth.
+
+    Returns
+    -------
+    DataFrame
+        Tidy: ``method, fraction, repeat, target, dimension_or_benchmark,
+        pearson, spearman``; ``target`` is ``full_ability``, ``benchmark_mean``
+        or ``true_ability``. :func:`fidelity_summary` condenses it.
+
+    """
+    for method in methods:
+        if method not in METHODS:
+            raise ValueError(f"unknown method {method!r}; choose from {METHODS}")
+    tasks = [
+        SubsetTask(method, float(f), r, seed, n_draws)
+        for method in methods
+        for f in fractions
+        for r in range(repeats if method == "random" else 1)
+    ]
+    results = run_batch(tasks, _PosteriorPayload(posterior), executor=executor, results_dir=results_dir)
+    responses = responses_from_tree(posterior)
+    _, _, full_ability, dims = point_parameters(posterior)
+    observed = responses.benchmark_scores()
+    rotation = None
+    true_ability = None
+    if truth is not None:
+        true_ability = truth["ability"].sel(llm=responses.llms).transpose("llm", ...).values
+        rotation = procrustes(full_ability, true_ability)
+    rows = []
+    for task in tasks:
+        ds = results[task.key].to_dataset()
+        base = (task.method, task.fraction, task.repeat)
+        est = ds["ability"].values
+        for d, name in enumerate(dims):
+            rows.append((*base, "full_ability", name, *_correlations(est[:, d], full_ability[:, d])))
+        for bench in ds["benchmark"].values:
+            estimated = ds["benchmark_score"].sel(benchmark=bench).values
+            actual = observed[bench].reindex(ds["llm"].values).to_numpy()
+            rows.append((*base, "benchmark_mean", str(bench), *_correlations(estimated, actual)))
+        if rotation is not None:
+            rotated = est @ rotation
+            for d in range(true_ability.shape[1]):
+                name = str(truth["ability"].dims[-1]) + f"_{d}"
+                rows.append((*base, "true_ability", name, *_correlations(rotated[:, d], true_ability[:, d])))
+    columns = ["method", "fraction", "repeat", "target", "dimension_or_benchmark", "pearson", "spearman"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _correlations(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    ok = ~(np.isnan(a) | np.isnan(b))
+    if ok.sum() < 3 or np.std(a[ok]) == 0 or np.std(b[ok]) == 0:
+        return float("nan"), float("nan")
+    return float(np.corrcoef(a[ok], b[ok])[0, 1]), spearman(a[ok], b[ok])
+
+
+def fidelity_summary(table: pd.DataFrame, interval: float = 0.9) -> pd.DataFrame:
+    """Mean correlation per (target, method, fraction) with an interval over repeats (and dims/benchmarks)."""
+    per_repeat = table.groupby(["target", "method", "fraction", "repeat"])[["pearson", "spearman"]].mean()
+    grouped = per_repeat.groupby(["target", "method", "fraction"])
+    tail = (1 - interval) / 2
+    out = grouped.mean()
+    for col in ("pearson", "spearman"):
+        out[f"{col}_lower"] = grouped[col].quantile(tail)
+        out[f"{col}_upper"] = grouped[col].quantile(1 - tail)
+    out["repeats"] = grouped.size()
+    return out
+
+
+# ---------------------------------------------------------- held-out LLMs
+def held_out_benchmark_error(
+    posterior: xr.DataTree,
+    held_out: ResponseMatrix,
+    *,
+    fractions: Sequence[float] = (0.05, 0.1, 0.25),
+    methods: Sequence[str] = METHODS,
+    repeats: int = 5,
+    n_draws: int = 50,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Error of per-benchmark scores of *new* LLMs estimated from a subset chosen on the fit.
+
+    For every method and fraction, the subset is selected on ``posterior``
+    (fitted without the held-out LLMs); each held-out LLM is scored from the
+    kept items only (:func:`subset_estimates`) and compared with its full
+    benchmark score. ``random`` is repeated ``repeats`` times; its row also
+    carries the naive estimate (mean on the kept items of the benchmark) as
+    method ``random_naive_mean``.
+
+    Returns
+    -------
+    DataFrame
+        ``method, fraction, benchmark, n_items_kept, mae_pp, rmse_pp`` (percentage
+        points; random methods averaged over repeats).
+
+    """
+    actual = held_out.benchmark_scores()
+    rows = []
+    for method in methods:
+        for fraction in fractions:
+            for repeat in range(repeats if method == "random" else 1):
+                kept = select_items(posterior, fraction, method=method, seed=seed + repeat)
+                _, estimated = subset_estimates(posterior, held_out, kept, n_draws=n_draws, seed=seed)
+                variants = {method: estimated}
+                if method == "random":
+                    variants["random_naive_mean"] = _naive_means(held_out, kept)
+                for name, table in variants.items():
+                    for bench in actual.columns:
+                        error = 100 * (
+                            table[bench].to_numpy() - actual[bench].reindex(table.index).to_numpy()
+                        )
+                        n_kept = int(np.isin(held_out.items[held_out.benchmarks == bench], kept).sum())
+                        rows.append(
+                            (
+                                name,
+                                fraction,
+                                repeat,
+                                bench,
+                                n_kept,
+                                np.mean(np.abs(error)),
+                                np.sqrt(np.mean(error**2)),
+                            )
+                        )
+    frame = pd.DataFrame(
+        rows, columns=["method", "fraction", "repeat", "benchmark", "n_items_kept", "mae_pp", "rmse_pp"]
+    )
+    return frame.groupby(["method", "fraction", "benchmark"], as_index=False)[
+        ["n_items_kept", "mae_pp", "rmse_pp"]
+    ].mean()
+
+
+def _naive_means(responses: ResponseMatrix, kept: Sequence[str]) -> pd.DataFrame:
+    mask = np.isin(responses.items.astype(str), np.asarray(kept, dtype=str))
+    values = np.where(mask[None, :], responses.values, np.nan)
+    out = {}
+    for bench in responses.benchmark_names:
+        cols = responses.benchmarks == bench
+        with np.errstate(invalid="ignore"):
+            out[bench] = (
+                np.nanmean(values[:, cols], axis=1) if mask[cols].any() else np.full(responses.n_llms, np.nan)
+            )
+    return pd.DataFrame(out, index=responses.llms.astype(str))

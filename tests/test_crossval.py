@@ -1,0 +1,113 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmirt_bayes.crossval import (
+    CrossValidation,
+    baseline_predictions,
+    choose_n_dims,
+    cross_validate,
+    fold_split,
+)
+from tests.conftest import make_matrix
+
+
+def test_cell_folds_partition_the_observed_cells(tiny_sim):
+    responses = tiny_sim.responses
+    tests = [fold_split(responses, "cells", k, 4, seed=1).test for k in range(4)]
+    assert np.array_equal(np.sum(tests, axis=0) == 1, responses.observed)
+    split = fold_split(responses, "cells", 0, 4, seed=1)
+    assert not (split.known & split.test).any()
+    assert np.isnan(split.train.values[split.test]).all()
+
+
+@pytest.mark.parametrize("scheme", ["llms", "items"])
+def test_held_out_schemes_hold_out_whole_rows_or_columns(tiny_sim, scheme):
+    responses = tiny_sim.responses
+    split = fold_split(responses, scheme, 1, 5, seed=2, reveal_share=0.5)
+    axis = 0 if scheme == "llms" else 1
+    size = responses.observed.shape[axis]
+    assert (split.train.n_llms if axis == 0 else split.train.n_items) == size - len(split.held_out)
+    held_cells = np.zeros_like(split.test)
+    if axis == 0:
+        held_cells[split.held_out] = True
+    else:
+        held_cells[:, split.held_out] = True
+    assert not (split.test & ~held_cells).any()  # only held-out rows/columns are tested
+    share_tested = split.test[held_cells].sum() / responses.observed[held_cells].sum()
+    assert 0.35 < share_tested < 0.65  # the rest is revealed for placing them
+    all_held = np.concatenate([fold_split(responses, scheme, k, 5, seed=2).held_out for k in range(5)])
+    assert np.array_equal(np.sort(all_held), np.arange(size))
+
+
+def test_baselines_are_smoothed_group_means():
+    responses = make_matrix([[1, 1, 0, 0], [0, 1, 1, 1]], benchmarks=["A", "A", "B", "B"])
+    known = np.array([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=bool)
+    glob = baseline_predictions(responses, known, "global")
+    assert glob[0, 0] == pytest.approx(5 / 7)
+    llm = baseline_predictions(responses, known, "llm")
+    assert llm[0, 3] == pytest.approx((2 + 0.5) / (3 + 1))
+    bench = baseline_predictions(responses, known, "benchmark")
+    assert bench[0, 3] == pytest.approx((0 + 0.5) / (1 + 1))
+    assert bench[1, 0] == pytest.approx((1 + 0.5) / (2 + 1))
+
+
+def test_cross_validation_table_and_mirt_beats_the_benchmark_mean(small_sim):
+    cv = cross_validate(
+        small_sim.responses,
+        n_dims=(2,),
+        folds=3,
+        category="subgroup",
+        seed=3,
+        executor="serial",
+        progressbar=False,
+    )
+    assert set(cv.table.columns) == {"scheme", "model", "fold", "metric", "benchmark", "value"}
+    models = {"global_mean", "llm_mean", "llm_x_subgroup_mean", "llm_x_benchmark_mean", "mirt_1d", "mirt_2d"}
+    assert set(cv.table["model"]) == models
+    assert set(cv.table["fold"]) == {0, 1, 2}
+    wide = cv.wide()
+    assert wide.loc["mirt_2d", "accuracy"] > wide.loc["llm_x_benchmark_mean", "accuracy"]
+    assert wide.loc["mirt_2d", "log_loss"] < wide.loc["llm_x_benchmark_mean", "log_loss"]
+    assert wide.loc["global_mean", "auc"] == pytest.approx(0.5)
+    summary = cv.summary()
+    assert (summary["lower"] <= summary["mean"]).all() and (summary["n_folds"] == 3).all()
+    per_bench = cv.table[(cv.table["metric"] == "spearman") & (cv.table["benchmark"] != "all")]
+    assert set(per_bench["benchmark"]) <= set(small_sim.responses.benchmark_names)
+    assert cv.calibration.groupby("model")["count"].sum().nunique() == 1  # every model, every cell
+
+
+@pytest.mark.parametrize("scheme", ["llms", "items"])
+def test_held_out_schemes_run_and_beat_the_global_mean(tiny_sim, scheme):
+    cv = cross_validate(
+        tiny_sim.responses, n_dims=(1,), folds=2, scheme=scheme, seed=1, executor="serial", progressbar=False
+    )
+    wide = cv.wide()
+    assert wide.loc["mirt_1d", "log_loss"] < wide.loc["global_mean", "log_loss"]
+
+
+def _fake_cv(means_by_dims, noise):
+    rows = []
+    for d, mean in means_by_dims.items():
+        for fold, e in enumerate(noise):
+            rows.append(("cells", f"mirt_{d}d", fold, "log_loss", "all", mean + e))
+    table = pd.DataFrame(rows, columns=["scheme", "model", "fold", "metric", "benchmark", "value"])
+    return CrossValidation(table, pd.DataFrame())
+
+
+def test_one_standard_error_rule():
+    noise = [-0.02, 0.0, 0.02, 0.0]  # se of the mean = 0.0082
+    assert choose_n_dims(_fake_cv({1: 0.60, 2: 0.50, 3: 0.495, 4: 0.497}, noise)).n_dims == 2
+    assert choose_n_dims(_fake_cv({1: 0.60, 2: 0.52, 3: 0.495, 4: 0.497}, noise)).n_dims == 3
+    choice = choose_n_dims(_fake_cv({1: 0.49, 2: 0.50}, noise))
+    assert choice.n_dims == 1 and "within one SE" in choice.rule
+    assert choice.table.loc[2, "difference_to_best"] == pytest.approx(0.01)
+
+
+def test_bad_arguments(tiny_sim):
+    with pytest.raises(ValueError, match="scheme"):
+        cross_validate(tiny_sim.responses, scheme="rows")
+    with pytest.raises(KeyError, match="unknown item coordinate"):
+        cross_validate(tiny_sim.responses, category="colour")
+    with pytest.raises(TypeError):
+        choose_n_dims("data.csv")

@@ -1,0 +1,92 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmirt_bayes.scoring import adaptive_test, laplace_sir, score_llm
+from tests.conftest import constructed_posterior
+
+
+def test_laplace_sir_matches_a_grid_posterior():
+    rng = np.random.default_rng(0)
+    a = rng.normal(1.0, 0.3, 15)
+    b = rng.normal(0, 1, 15)
+    y = (rng.random(15) < 1 / (1 + np.exp(-(a * 0.7 + b)))).astype(float)
+    y[[0, 3, 4, 5]] = 1.0 - y[[0, 3, 4, 5]]  # make it a skewed, non-Gaussian likelihood
+    samples = laplace_sir(a[None, :, None], b[None], y[None], 0.0, 1.0, samples_per_draw=40000, seed=1)
+    grid = np.linspace(-6, 6, 4001)
+    eta = grid[:, None] * a + b
+    logp = (y * eta - np.logaddexp(0, eta)).sum(axis=1) - 0.5 * grid**2
+    w = np.exp(logp - logp.max())
+    w /= w.sum()
+    mean = (w * grid).sum()
+    sd = np.sqrt((w * (grid - mean) ** 2).sum())
+    assert samples[0, :, 0].mean() == pytest.approx(mean, abs=0.02)
+    assert samples[0, :, 0].std() == pytest.approx(sd, rel=0.03)
+
+
+@pytest.fixture(scope="module")
+def known_items():
+    rng = np.random.default_rng(1)
+    n_items = 300
+    loading = np.abs(rng.normal(1.2, 0.4, (n_items, 2))) * (rng.random((n_items, 2)) < 0.5) + 0.15
+    intercept = rng.normal(0, 1.5, n_items)
+    ability = rng.normal(size=(50, 2))
+    posterior = constructed_posterior(loading, intercept, ability, ["A"] * 150 + ["B"] * 150, seed=2)
+    return loading, intercept, posterior
+
+
+def _answers(loading, intercept, true, seed):
+    rng = np.random.default_rng(seed)
+    prob = 1 / (1 + np.exp(-(loading @ true + intercept)))
+    return (rng.random(len(prob)) < prob).astype(float)
+
+
+def test_score_llm_recovers_a_known_ability_and_narrows_with_more_items(known_items):
+    loading, intercept, posterior = known_items
+    true = np.array([0.8, -0.5])
+    answers = pd.Series(_answers(loading, intercept, true, 3), index=[f"q{i}" for i in range(300)])
+    full = score_llm(posterior, answers, seed=1).ability_summary()
+    few = score_llm(posterior, answers.iloc[:20], seed=1).ability_summary()
+    assert np.all(np.abs(full["mean"].to_numpy() - true) < 2.5 * full["sd"].to_numpy() + 0.05)
+    assert np.all(few["sd"].to_numpy() > 1.5 * full["sd"].to_numpy())
+    scores = score_llm(posterior, answers.iloc[:20], seed=1).benchmark_scores
+    assert list(scores.index) == ["A", "B"] and scores["n_answered"].tolist() == [20, 0]
+    assert np.all((scores["lower"] <= scores["mean"]) & (scores["mean"] <= scores["upper"]))
+
+
+def test_score_llm_refuses_unknown_items_and_non_binary_answers(known_items):
+    posterior = known_items[2]
+    with pytest.raises(KeyError, match="not in the fitted posterior"):
+        score_llm(posterior, {"nope": 1.0})
+    with pytest.raises(ValueError, match="0/1"):
+        score_llm(posterior, {"q1": 0.5})
+
+
+def test_adaptive_testing_converges_and_beats_random_order(known_items):
+    loading, intercept, posterior = known_items
+    rng = np.random.default_rng(7)
+    errors = {"information": [], "random": []}
+    for j in range(6):
+        true = rng.normal(size=2)
+        for order in errors:
+            answers = _answers(loading, intercept, true, 100 + j)
+            trajectory = adaptive_test(
+                posterior, lambda item, a=answers: a[int(item[1:])], budget=20, order=order, seed=j
+            )
+            estimate = trajectory[["mean_dim_1", "mean_dim_2"]].to_numpy()
+            errors[order].append(np.linalg.norm(estimate - true, axis=1))
+    adaptive, random = np.mean(errors["information"], axis=0), np.mean(errors["random"], axis=0)
+    assert adaptive[-1] < adaptive[0]  # converges towards the truth
+    assert adaptive[-1] < random[-1]  # beats random order at equal budget
+    assert trajectory["item"].is_unique
+
+
+def test_adaptive_test_stops_at_the_requested_sd(known_items):
+    loading, intercept, posterior = known_items
+    answers = _answers(loading, intercept, np.zeros(2), 5)
+    trajectory = adaptive_test(posterior, lambda item: answers[int(item[1:])], budget=200, stop_sd=0.5)
+    assert len(trajectory) < 200
+    last = trajectory.iloc[-1]
+    assert last["sd_dim_1"] < 0.5 and last["sd_dim_2"] < 0.5
+    with pytest.raises(ValueError, match="budget"):
+        adaptive_test(posterior, lambda item: 1.0, budget=0)
