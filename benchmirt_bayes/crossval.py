@@ -23,7 +23,7 @@ infinite log loss).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +31,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.special import expit
 
 from benchmirt_bayes.batch import ExecutorArg, run_batch
 from benchmirt_bayes.metrics import LOWER_IS_BETTER, calibration_table, prediction_metrics, spearman
@@ -175,7 +176,7 @@ def _cell_predictions(fit: xr.DataTree, test: np.ndarray, seed: int) -> np.ndarr
     intercept = draws["intercept"].transpose("sample_index", "item").values
     for s in range(ability.shape[0]):
         eta = np.einsum("ck,ck->c", ability[s, rows], loading[s, cols]) + intercept[s, cols]
-        total += 1.0 / (1.0 + np.exp(-eta))
+        total += expit(eta)
     return total / ability.shape[0]
 
 
@@ -217,7 +218,7 @@ def _held_out_item_predictions(
         rows = np.flatnonzero(split.test[:, i])
         theta = ability[draw_of_sample][:, rows, :]  # (sample, llm, k)
         eta = np.einsum("slk,sk->sl", theta, samples[position, :, :k]) + samples[position, :, k][:, None]
-        out[rows, i] = (1.0 / (1.0 + np.exp(-eta))).mean(axis=0)
+        out[rows, i] = expit(eta).mean(axis=0)
     return out[split.test]
 
 
@@ -497,6 +498,7 @@ def choose_n_dims(
     *,
     n_dims: Sequence[int] = (1, 2, 3, 4),
     metric: str = "log_loss",
+    fits: Mapping[int, xr.DataTree] | None = None,
     **cv_kwargs: Any,
 ) -> DimensionChoice:
     """Recommend the number of dimensions from held-out prediction (one-standard-error rule).
@@ -507,10 +509,15 @@ def choose_n_dims(
     already fitted, or a :class:`ResponseMatrix` to run :func:`cross_validate`
     (``cv_kwargs`` are passed on; use ``executor=`` to run the sweep on a cluster).
 
+    ``fits`` (``{n_dims: posterior}`` on the full data, ideally NUTS) adds PSIS-LOO
+    columns (:func:`psis_loo`) to the table, where it is feasible; they inform but do
+    not change the recommendation, which stays with the held-out metric.
+
     Returns
     -------
     DimensionChoice
-        ``n_dims``, the table behind it (mean, se, difference to the best) and the rule.
+        ``n_dims``, the table behind it (mean, se, difference to the best, and
+        ``elpd_loo`` / ``elpd_loo_se`` / ``p_loo`` / ``share_k_above_0.7`` with ``fits``) and the rule.
 
     """
     if isinstance(data, ResponseMatrix):
@@ -536,5 +543,73 @@ def choose_n_dims(
         f"smallest n_dims with mean held-out {metric} within one SE of the best "
         f"(best: {best} dims, {rows.loc[best, 'mean']:.4f} ± {rows.loc[best, 'se']:.4f})"
     )
-    table = rows[["mean", "se", "lower", "upper", "difference_to_best", "within_one_se"]]
+    table = rows[["mean", "se", "lower", "upper", "difference_to_best", "within_one_se"]].copy()
+    for d, fit in (fits or {}).items():
+        loo = psis_loo(fit)
+        table.loc[int(d), ["elpd_loo", "elpd_loo_se", "p_loo", "share_k_above_0.7"]] = [
+            loo["elpd_loo"],
+            loo["se"],
+            loo["p_loo"],
+            loo["share_k_above_0.7"],
+        ]
     return DimensionChoice(choice, table, rule, cv)
+
+
+# ------------------------------------------------------------------ PSIS-LOO
+LOO_MAX_VALUES = 200_000_000  # draws × observed cells held in memory at once
+
+
+def psis_loo(posterior: xr.DataTree) -> pd.Series:
+    """PSIS-LOO over observed cells (ArviZ), for fits where draws × cells fits in memory.
+
+    Meaningful for NUTS posteriors (importance sampling from an approximation such as
+    ADVI is not PSIS-LOO proper); ``p_loo`` and the share of Pareto ``k > 0.7`` say how
+    far to trust it.
+
+    Returns
+    -------
+    Series
+        ``elpd_loo``, ``se``, ``p_loo``, ``share_k_above_0.7``, ``n_cells``.
+
+    Raises
+    ------
+    ValueError
+        When draws × observed cells exceeds ``LOO_MAX_VALUES`` (use held-out log loss).
+
+    """
+    import arviz as az
+
+    from benchmirt_bayes.inference import responses_from_tree
+
+    responses = responses_from_tree(posterior)
+    post = posterior["posterior"]
+    n_samples = post.sizes["chain"] * post.sizes["draw"]
+    rows, cols = np.nonzero(responses.observed)
+    if n_samples * rows.size > LOO_MAX_VALUES:
+        raise ValueError(
+            f"PSIS-LOO would hold {n_samples} draws × {rows.size} cells; not feasible at this size "
+            "(limit LOO_MAX_VALUES): use cross_validate's held-out log loss instead"
+        )
+    ability = post["ability"].transpose("chain", "draw", "llm", "dimension").values
+    loading = post["loading"].transpose("chain", "draw", "item", "dimension").values
+    intercept = post["intercept"].transpose("chain", "draw", "item").values
+    eta = np.einsum("cdnk,cdnk->cdn", ability[:, :, rows], loading[:, :, cols]) + intercept[:, :, cols]
+    y = responses.values[rows, cols]
+    log_lik = y * eta - np.logaddexp(0.0, eta)
+    tree = xr.DataTree.from_dict(
+        {
+            "posterior": post.to_dataset()[["intercept"]],
+            "log_likelihood": xr.Dataset({"correct": (("chain", "draw", "cell"), log_lik)}),
+        }
+    )
+    result = az.loo(tree, var_name="correct", pointwise=True)
+    pareto_k = np.asarray(result.pareto_k)
+    return pd.Series(
+        {
+            "elpd_loo": float(result.elpd),
+            "se": float(result.se),
+            "p_loo": float(result.p),
+            "share_k_above_0.7": float(np.mean(pareto_k > 0.7)),
+            "n_cells": int(rows.size),
+        }
+    )

@@ -12,6 +12,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.special import expit
 
 from benchmirt_bayes.inference import responses_from_tree
 from benchmirt_bayes.predictive import thinned_draws
@@ -50,7 +51,7 @@ def item_information_draws(
         weight = loading[..., dims.index(dimension)] ** 2
     info = np.empty(intercept.shape)
     for s in range(ability.shape[0]):
-        prob = 1.0 / (1.0 + np.exp(-(ability[s] @ loading[s].T + intercept[s])))
+        prob = expit(ability[s] @ loading[s].T + intercept[s])
         info[s] = (prob * (1 - prob)).mean(axis=0) * weight[s]
     return info, draws
 

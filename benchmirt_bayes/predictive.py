@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.special import expit
 
 from benchmirt_bayes.inference import responses_from_tree
 
@@ -38,7 +39,7 @@ def cell_probabilities(draws: xr.Dataset) -> np.ndarray:
     loading = draws["loading"].transpose("sample_index", "item", "dimension").values
     intercept = draws["intercept"].transpose("sample_index", "item").values
     logits = np.einsum("sjk,sik->sji", ability, loading) + intercept[:, None, :]
-    return 1.0 / (1.0 + np.exp(-logits))
+    return expit(logits)
 
 
 def predicted_group_scores(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.special import expit
 
 from benchmirt_bayes.inference import responses_from_tree
 from benchmirt_bayes.predictive import thinned_draws
@@ -103,7 +104,7 @@ def laplace_sir(
 
 def _gradient_hessian(design, offset, y, mask, w, mean, var):
     eta = np.einsum("snp,usp->usn", design, w) + offset[None]
-    prob = 1.0 / (1.0 + np.exp(-eta))
+    prob = expit(eta)
     resid = (y[:, None, :] - prob) * mask[:, None, :]
     grad = np.einsum("snp,usn->usp", design, resid) - (w - mean) / var
     weight = prob * (1.0 - prob) * mask[:, None, :]
@@ -205,7 +206,7 @@ def probabilities_for_samples(item_draws: ItemDraws, samples: np.ndarray, column
     loading = item_draws.loading[draw_of_sample][:, columns, :]  # (sample, item, dim)
     intercept = item_draws.intercept[draw_of_sample][:, columns]
     eta = np.einsum("usk,sik->usi", samples, loading) + intercept[None]
-    return 1.0 / (1.0 + np.exp(-eta))
+    return expit(eta)
 
 
 # ---------------------------------------------------------------- score_llm

@@ -35,6 +35,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.special import expit
 
 from benchmirt_bayes.batch import ExecutorArg, run_batch
 from benchmirt_bayes.identification import procrustes
@@ -158,7 +159,7 @@ def _greedy_information(
     benchmarks: np.ndarray,
     size: int,
 ) -> np.ndarray:
-    prob = 1.0 / (1.0 + np.exp(-(ability @ loading.T + intercept)))  # (llm, item)
+    prob = expit(ability @ loading.T + intercept)  # (llm, item)
     weight = prob * (1 - prob)
     a = loading[:, dim_index]  # (item, k)
     n_llm, k = ability.shape[0], len(dim_index)

@@ -111,3 +111,16 @@ def test_bad_arguments(tiny_sim):
         cross_validate(tiny_sim.responses, category="colour")
     with pytest.raises(TypeError):
         choose_n_dims("data.csv")
+
+
+def test_psis_loo_on_a_nuts_fit_and_in_the_dimension_table(nuts_fit):
+    from benchmirt_bayes.crossval import psis_loo
+
+    loo = psis_loo(nuts_fit)
+    n_cells = int(nuts_fit["observed_data"]["correct"].notnull().sum())
+    assert loo["n_cells"] == n_cells
+    assert -n_cells * np.log(2) * 1.2 < loo["elpd_loo"] < 0  # better than coin-flipping, roughly
+    assert 0 < loo["p_loo"] < n_cells
+    choice = choose_n_dims(_fake_cv({1: 0.6, 2: 0.5}, [-0.01, 0.01]), fits={2: nuts_fit})
+    assert choice.table.loc[2, "elpd_loo"] == pytest.approx(loo["elpd_loo"])
+    assert np.isnan(choice.table.loc[1, "elpd_loo"])
