@@ -34,7 +34,7 @@ def laplace_sir(
     *,
     samples_per_draw: int = 4,
     seed: int = 0,
-    newton_steps: int = 30,
+    newton_steps: int = 50,
 ) -> np.ndarray:
     """Samples of logistic-regression weights, one regression per (unit, draw).
 
@@ -74,11 +74,22 @@ def laplace_sir(
     mean = np.broadcast_to(prior_mean, shape).astype(float)
     var = np.broadcast_to(prior_var, shape).astype(float)
     w = mean.copy()
+    value = _objective(design, offset, y, mask, w, mean, var)
     for _ in range(newton_steps):
         grad, hess = _gradient_hessian(design, offset, y, mask, w, mean, var)
         step = np.linalg.solve(-hess, grad[..., None])[..., 0]
-        w = w + step
-        if np.max(np.abs(step)) < 1e-8:
+        # damped Newton: halve the step wherever it would lower the log density (saturated
+        # logits make the plain Newton step overshoot for LLMs that get nearly everything right)
+        size = np.ones(value.shape)
+        for _halving in range(30):
+            candidate = w + size[..., None] * step
+            new_value = _objective(design, offset, y, mask, candidate, mean, var)
+            worse = new_value < value - 1e-10
+            if not worse.any():
+                break
+            size = np.where(worse, size / 2, size)
+        w, value = candidate, new_value
+        if np.max(np.abs(size[..., None] * step)) < 1e-8:
             break
     _, hess = _gradient_hessian(design, offset, y, mask, w, mean, var)
     cov = np.linalg.inv(-hess)
@@ -100,6 +111,13 @@ def laplace_sir(
     chosen = np.minimum((cumulative[:, :, None, :] < u[..., None]).sum(axis=-1), m - 1)
     picked = np.take_along_axis(proposals, chosen[..., None], axis=2)
     return picked.reshape(n_unit, n_draw * samples_per_draw, p)
+
+
+def _objective(design, offset, y, mask, w, mean, var):
+    """Unnormalised log posterior at ``w (unit, draw, p)``."""
+    eta = np.einsum("snp,usp->usn", design, w) + offset[None]
+    loglik = np.sum((y[:, None, :] * eta - np.logaddexp(0.0, eta)) * mask[:, None, :], axis=-1)
+    return loglik - 0.5 * np.sum((w - mean) ** 2 / var, axis=-1)
 
 
 def _gradient_hessian(design, offset, y, mask, w, mean, var):

@@ -65,13 +65,13 @@ def test_cross_validation_table_and_mirt_beats_the_benchmark_mean(small_sim):
     assert set(cv.table.columns) == {"scheme", "model", "fold", "metric", "benchmark", "value"}
     models = {"global_mean", "llm_mean", "llm_x_subgroup_mean", "llm_x_benchmark_mean", "mirt_1d", "mirt_2d"}
     assert set(cv.table["model"]) == models
-    assert set(cv.table["fold"]) == {0, 1, 2}
+    assert set(cv.table["fold"]) == {0, 1}
     wide = cv.wide()
     assert wide.loc["mirt_2d", "accuracy"] > wide.loc["llm_x_benchmark_mean", "accuracy"]
     assert wide.loc["mirt_2d", "log_loss"] < wide.loc["llm_x_benchmark_mean", "log_loss"]
     assert wide.loc["global_mean", "auc"] == pytest.approx(0.5)
     summary = cv.summary()
-    assert (summary["lower"] <= summary["mean"]).all() and (summary["n_folds"] == 3).all()
+    assert (summary["lower"] <= summary["mean"]).all() and (summary["n_folds"] == 2).all()
     per_bench = cv.table[(cv.table["metric"] == "spearman") & (cv.table["benchmark"] != "all")]
     assert set(per_bench["benchmark"]) <= set(small_sim.responses.benchmark_names)
     assert cv.calibration.groupby("model")["count"].sum().nunique() == 1  # every model, every cell

@@ -90,3 +90,20 @@ def test_adaptive_test_stops_at_the_requested_sd(known_items):
     assert last["sd_dim_1"] < 0.5 and last["sd_dim_2"] < 0.5
     with pytest.raises(ValueError, match="budget"):
         adaptive_test(posterior, lambda item: 1.0, budget=0)
+
+
+def test_laplace_sir_is_stable_for_an_llm_that_gets_almost_everything_right():
+    # saturated logits: a plain Newton step overshoots here (seen on real leaderboard data)
+    rng = np.random.default_rng(4)
+    a = rng.uniform(3.0, 5.0, 40)
+    b = rng.normal(4.0, 1.0, 40)
+    y = np.ones(40)
+    y[7] = 0.0
+    samples = laplace_sir(a[None, :, None], b[None], y[None], 0.0, 1.0, samples_per_draw=20000, seed=2)
+    grid = np.linspace(-8, 8, 8001)
+    eta = grid[:, None] * a + b
+    logp = (y * eta - np.logaddexp(0, eta)).sum(axis=1) - 0.5 * grid**2
+    w = np.exp(logp - logp.max())
+    w /= w.sum()
+    assert np.isfinite(samples).all()
+    assert samples[0, :, 0].mean() == pytest.approx((w * grid).sum(), abs=0.03)

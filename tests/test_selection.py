@@ -6,6 +6,7 @@ from benchmirt_bayes.selection import (
     fidelity_summary,
     held_out_benchmark_error,
     select_items,
+    subset_estimates,
 )
 from tests.conftest import constructed_posterior, shared_path
 
@@ -77,9 +78,16 @@ def test_held_out_llm_error_on_a_small_real_fit():
 
     data = load_open_llm_leaderboard(shared_path("open_llm_leaderboard_v1"))
     rng = np.random.default_rng(0)
-    llms = rng.choice(data.llms, size=150, replace=False)
+    scores = data.llm_scores()["score"]
+    weakest = scores.sort_values().index[:10].to_numpy()  # broken models: saturated logits
+    others = rng.choice(np.setdiff1d(data.llms, weakest), size=140, replace=False)
+    llms = np.concatenate([weakest, others[:110], others[110:]])
     train, test = data.subset(llms=llms[:120]), data.subset(llms=llms[120:])
     fit = fit_posterior(train, 2, method="advi", draws=60, random_seed=1, progressbar=False)
+    # re-scoring the training LLMs from all their items gives back their fitted abilities
+    rescored, _ = subset_estimates(fit, train, list(train.items), n_draws=20)
+    fitted = fit["posterior"]["ability"].mean(("chain", "draw")).transpose("llm", "dimension").values
+    np.testing.assert_allclose(rescored, fitted, atol=0.3)
     errors = held_out_benchmark_error(fit, test, fractions=(0.05, 0.25), repeats=2, n_draws=20)
     mean = errors.groupby(["method", "fraction"])["rmse_pp"].mean()
     assert set(errors["benchmark"]) == set(data.benchmark_names)

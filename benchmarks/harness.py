@@ -1,0 +1,245 @@
+"""Speed harness: this package's NUTS and ADVI against a straightforward PyMC model, same data, same run.
+
+Each configuration runs in its own subprocess (so peak memory is its own) on a fixed
+90/10 cell split of the simulated data at size S (100 × 1k), M (100 × 5k) or L (the
+built-in 100 × 34k set). Reported per configuration: wall time, leapfrog steps per
+second (kept draws only: a lower bound on gradient evaluations per second), minimum bulk
+ESS and ESS per second over identified abilities and intercepts, maximum R-hat over the
+same, divergences, peak RSS, held-out accuracy; ratios against the reference model.
+A separate row times one log-density + gradient of the package model against a
+hand-written vectorised NumPy implementation (dense, masked) on the same data.
+
+    python benchmarks/harness.py --sizes S --out benchmarks/results            # minutes
+    python benchmarks/harness.py --smoke --out /tmp/harness                     # seconds (CI)
+
+py-irt (the original study's engine) needs its own Python 3.11 environment; pass
+``--pyirt-python PATH`` to include it (see benchmarks/README.md); without it the row says
+"not run".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+SIZES = {"S": 1000, "M": 5000, "L": None}
+CONFIGS = ("reference_pymc", "package_nuts", "package_advi", "logp_grad")
+
+
+def make_data(size: str, smoke: bool):
+    from benchmirt_bayes import simulate_benchmirt
+    from benchmirt_bayes.datasets import load_builtin
+
+    if smoke:
+        return simulate_benchmirt(scale=0.003, n_llms=30, seed=1).responses
+    if SIZES[size] is None:
+        return load_builtin().responses
+    return simulate_benchmirt(scale=SIZES[size] / 34312, n_llms=100, seed=1).responses
+
+
+def reference_model(train):
+    """The straightforward model: long format, independent normal priors, no identification."""
+    import pymc as pm
+
+    rows, cols = np.nonzero(train.observed)
+    coords = {"llm": train.llms, "item": train.items, "dimension": ["d1", "d2"], "cell": np.arange(rows.size)}
+    with pm.Model(coords=coords) as model:
+        ability = pm.Normal("ability", 0, 1, dims=("llm", "dimension"))
+        loading = pm.Normal("loading", 0, 1, dims=("item", "dimension"))
+        intercept = pm.Normal("intercept", 0, 2, dims="item")
+        logit = (ability[rows] * loading[cols]).sum(axis=1) + intercept[cols]
+        pm.Bernoulli("correct", logit_p=logit, observed=train.values[rows, cols], dims="cell")
+    return model
+
+
+def identified_metrics(posterior, wall: float) -> dict:
+    import arviz as az
+
+    post = posterior["posterior"]
+    ess = [float(az.ess(post[name]).min()) for name in ("ability", "intercept")]
+    rhat = [float(az.rhat(post[name]).max()) for name in ("ability", "intercept")]
+    return {"min_bulk_ess": min(ess), "min_ess_per_s": min(ess) / wall, "max_rhat": max(rhat)}
+
+
+def held_out_accuracy(posterior, responses, test) -> float:
+    from benchmirt_bayes.crossval import FoldSplit, mirt_predictions
+
+    split = FoldSplit(responses, ~test & responses.observed, test, np.array([], dtype=np.int64))
+    prob = mirt_predictions(posterior, responses, split, "cells")
+    return float(np.mean((prob >= 0.5) == (responses.values[test] == 1)))
+
+
+def run_one(config: str, size: str, smoke: bool, chains: int, draws: int, tune: int) -> dict:
+    from benchmirt_bayes import fit_posterior
+
+    responses = make_data(size, smoke)
+    train, test = responses.split_cells(0.1, seed=0)
+    row = {"size": size, "config": config, "llms": responses.n_llms, "items": responses.n_items}
+    row["cells"] = int(train.observed.sum())
+    start = time.perf_counter()
+    if config == "package_nuts":
+        fit = fit_posterior(train, 2, method="nuts", chains=chains, draws=draws, tune=tune, random_seed=1)
+        wall = time.perf_counter() - start
+        stats = fit["sample_stats"]
+        row.update(identified_metrics(fit, wall))
+        row["divergences"] = int(stats["diverging"].sum())
+        row["steps_per_s"] = float(stats["n_steps"].sum()) / wall
+        row["held_out_accuracy"] = held_out_accuracy(fit, responses, test)
+    elif config == "package_advi":
+        fit = fit_posterior(train, 2, method="advi", draws=200, random_seed=1)
+        wall = time.perf_counter() - start
+        row["advi_steps"] = int(fit["elbo"].sizes["step"])
+        row["held_out_accuracy"] = held_out_accuracy(fit, responses, test)
+    elif config == "reference_pymc":
+        import pymc as pm
+        import xarray as xr
+
+        from benchmirt_bayes.inference import identify_posterior
+
+        with reference_model(train):
+            trace = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=1, progressbar=False)
+        wall = time.perf_counter() - start
+        raw = trace["posterior"].to_dataset()[["ability", "loading", "intercept"]]
+        identified = identify_posterior(raw, rotate=True)  # judge mixing, not label switching
+        tree = xr.DataTree.from_dict({"posterior": identified})
+        row.update(identified_metrics(tree, wall))
+        stats = trace["sample_stats"]
+        row["divergences"] = int(stats["diverging"].sum())
+        steps = "n_steps" if "n_steps" in stats else "tree_size"
+        row["steps_per_s"] = float(stats[steps].sum()) / wall
+        row["held_out_accuracy"] = held_out_accuracy(tree, responses, test)
+    elif config == "logp_grad":
+        row.update(time_logp_grad(train))
+        wall = row["package_ms"] / 1000
+    else:
+        raise ValueError(config)
+    row["wall_s"] = wall
+    row["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    return row
+
+
+def time_logp_grad(train, repeats: int = 50) -> dict:
+    """One log density + gradient: the package's compiled model vs hand-written NumPy (dense, masked)."""
+    from benchmirt_bayes import build_model
+
+    model = build_model(train, 2)
+    point = model.initial_point(random_seed=0)
+    fn = model.logp_dlogp_function(ravel_inputs=True)
+    fn.set_extra_values({})
+    x = np.concatenate([np.ravel(point[v.name]) for v in fn._grad_vars])
+    fn(x)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn(x)
+    package_ms = (time.perf_counter() - start) / repeats * 1000
+    rng = np.random.default_rng(0)
+    n_llm, n_item = train.observed.shape
+    ability = rng.normal(size=(n_llm, 2))
+    loading = rng.normal(size=(n_item, 2))
+    intercept = rng.normal(size=n_item)
+    y = np.nan_to_num(train.values)
+    mask = train.observed.astype(float)
+
+    def numpy_logp_grad():
+        eta = ability @ loading.T + intercept
+        p = 1 / (1 + np.exp(-eta))
+        logp = np.sum(mask * (y * eta - np.logaddexp(0, eta)))
+        resid = mask * (y - p)
+        return logp, resid @ loading, resid.T @ ability, resid.sum(axis=0)
+
+    numpy_logp_grad()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        numpy_logp_grad()
+    numpy_ms = (time.perf_counter() - start) / repeats * 1000
+    return {
+        "package_ms": package_ms,
+        "numpy_dense_ms": numpy_ms,
+        "logp_ratio_to_numpy": package_ms / numpy_ms,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", nargs="+", default=["S"], choices=list(SIZES))
+    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    parser.add_argument("--chains", type=int, default=2)
+    parser.add_argument("--draws", type=int, default=500)
+    parser.add_argument("--tune", type=int, default=500)
+    parser.add_argument("--smoke", action="store_true", help="tiny data and few draws: seconds")
+    parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.smoke:
+        args.sizes, args.draws, args.tune = ["S"], 20, 20
+    if args.one is not None:  # child process: one configuration, JSON on stdout
+        config, size = args.one.split(":")
+        row = run_one(config, size, args.smoke, args.chains, args.draws, args.tune)
+        print("HARNESS_ROW " + json.dumps(row))
+        return
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for size in args.sizes:
+        for config in args.configs:
+            command = [sys.executable, __file__, "--one", f"{config}:{size}", "--chains", str(args.chains)]
+            command += ["--draws", str(args.draws), "--tune", str(args.tune)] + (
+                ["--smoke"] if args.smoke else []
+            )
+            env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+            result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+            lines = [line for line in result.stdout.splitlines() if line.startswith("HARNESS_ROW ")]
+            if result.returncode != 0 or not lines:
+                print(result.stderr[-3000:], file=sys.stderr)
+                rows.append({"size": size, "config": config, "error": f"exit {result.returncode}"})
+                continue
+            rows.append(json.loads(lines[-1].removeprefix("HARNESS_ROW ")))
+            print(f"{size} {config}: {rows[-1].get('wall_s', float('nan')):.1f} s", flush=True)
+    table = add_ratios(pd.DataFrame(rows))
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    table.to_csv(out / "harness.csv", index=False)
+    settings = f"chains={args.chains}, draws={args.draws}, tune={args.tune}"
+    header = f"Measured {stamp} on {os.cpu_count()} CPU cores; {settings}\n\n"
+    (out / "harness.md").write_text(header + markdown_table(table.round(4)) + "\n")
+    print(header + table.round(3).to_string(index=False))
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """A GitHub Markdown table (without the optional ``tabulate`` dependency)."""
+    cells = [[str(c) for c in table.columns]] + [
+        ["" if pd.isna(v) else str(v) for v in row] for row in table.to_numpy()
+    ]
+    lines = ["| " + " | ".join(row) + " |" for row in cells]
+    lines.insert(1, "|" + "---|" * len(table.columns))
+    return "\n".join(lines)
+
+
+def add_ratios(table: pd.DataFrame) -> pd.DataFrame:
+    """ESS/s and wall-time ratios against the reference model of the same size."""
+    if "min_ess_per_s" not in table:
+        return table
+    for _, part in table.groupby("size"):
+        reference = part[part["config"] == "reference_pymc"]
+        if reference.empty or "min_ess_per_s" not in reference:
+            continue
+        ref = reference.iloc[0]
+        index = part.index
+        table.loc[index, "ess_per_s_ratio"] = part["min_ess_per_s"] / ref["min_ess_per_s"]
+        table.loc[index, "wall_ratio"] = part["wall_s"] / ref["wall_s"]
+    return table
+
+
+if __name__ == "__main__":
+    main()

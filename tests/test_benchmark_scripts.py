@@ -1,0 +1,36 @@
+"""Seconds-long smoke runs of the benchmark scripts (the real runs are documented in the README)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_harness_smoke_run_writes_its_table(tmp_path):
+    command = [sys.executable, str(ROOT / "benchmarks" / "harness.py"), "--smoke", "--out", str(tmp_path)]
+    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = pd.read_csv(tmp_path / "harness.csv")
+    assert set(table["config"]) == {"reference_pymc", "package_nuts", "package_advi", "logp_grad"}
+    assert "error" not in table or table["error"].isna().all()
+    nuts = table.set_index("config").loc["package_nuts"]
+    assert nuts["min_bulk_ess"] > 0 and 0 < nuts["held_out_accuracy"] <= 1
+    assert table.set_index("config").loc["package_nuts", "ess_per_s_ratio"] > 0
+    assert (tmp_path / "harness.md").read_text().startswith("Measured ")
+
+
+@pytest.mark.slow
+def test_gpu_script_runs_on_cpu_at_reduced_size(tmp_path):
+    out = tmp_path / "gpu.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "gpu_nuts.py"), "--scale", "0.002", "--llms", "20"]
+    command += ["--draws", "20", "--tune", "20", "--chains", "2", "--out", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["chains"] == 2 and report["wall_s"] > 0 and report["devices"]
