@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 SIZES = {"S": 1000, "M": 5000, "L": None}
-CONFIGS = ("reference_pymc", "package_nuts", "package_advi", "logp_grad")
+CONFIGS = ("reference_pymc", "package_nuts", "package_advi", "logp_grad", "pyirt")
 
 
 def make_data(size: str, smoke: bool):
@@ -79,7 +79,45 @@ def held_out_accuracy(posterior, responses, test) -> float:
     return float(np.mean((prob >= 0.5) == (responses.values[test] == 1)))
 
 
-def run_one(config: str, size: str, smoke: bool, chains: int, draws: int, tune: int) -> dict:
+def run_pyirt(train, responses, test, python: str | None, epochs: int) -> dict:
+    """py-irt multidim_2pl in its own environment (subprocess); held-out accuracy from its means."""
+    import tempfile
+
+    if python is None:
+        return {"note": "not run: pass --pyirt-python (see benchmarks/README.md)"}
+    with tempfile.TemporaryDirectory() as folder:
+        data = Path(folder) / "train.jsonlines"
+        with data.open("w") as handle:
+            for j, llm in enumerate(train.llms):
+                row = train.values[j]
+                answers = {
+                    str(item): int(row[i]) for i, item in enumerate(train.items) if not np.isnan(row[i])
+                }
+                handle.write(json.dumps({"subject_id": str(llm), "responses": answers}) + "\n")
+        out = Path(folder) / "params.json"
+        script = Path(__file__).with_name("pyirt_run.py")
+        command = [python, str(script), str(data), str(out), "--epochs", str(epochs)]
+        start = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        params = json.loads(out.read_text())
+    ability = np.asarray(params["ability"])
+    diff, disc = np.asarray(params["diff"]), np.asarray(params["disc"])
+    subject = {v: int(k) for k, v in params["subject_ids"].items()}
+    item = {v: int(k) for k, v in params["item_ids"].items()}
+    rows, cols = np.nonzero(test)
+    j = np.array([subject[str(x)] for x in responses.llms[rows]])
+    i = np.array([item[str(x)] for x in responses.items[cols]])
+    logit = np.sum(disc[i] * (ability[j] - diff[i]), axis=1)
+    accuracy = float(np.mean((logit >= 0) == (responses.values[rows, cols] == 1)))
+    return {
+        "wall_s": wall,
+        "held_out_accuracy": accuracy,
+        "note": f"py-irt multidim_2pl, {epochs} epochs, lr 0.2",
+    }
+
+
+def run_one(config: str, size: str, smoke: bool, chains: int, draws: int, tune: int, **extra) -> dict:
     from benchmirt_bayes import fit_posterior
 
     responses = make_data(size, smoke)
@@ -118,6 +156,11 @@ def run_one(config: str, size: str, smoke: bool, chains: int, draws: int, tune: 
         steps = "n_steps" if "n_steps" in stats else "tree_size"
         row["steps_per_s"] = float(stats[steps].sum()) / wall
         row["held_out_accuracy"] = held_out_accuracy(tree, responses, test)
+    elif config == "pyirt":
+        row.update(
+            run_pyirt(train, responses, test, extra.get("pyirt_python"), extra.get("pyirt_epochs", 5000))
+        )
+        wall = row.pop("wall_s", float("nan"))
     elif config == "logp_grad":
         row.update(time_logp_grad(train))
         wall = row["package_ms"] / 1000
@@ -179,6 +222,8 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--smoke", action="store_true", help="tiny data and few draws: seconds")
+    parser.add_argument("--pyirt-python", default=None, help="Python of an environment with py-irt 0.7.0")
+    parser.add_argument("--pyirt-epochs", type=int, default=5000)
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -186,7 +231,8 @@ def main() -> None:
         args.sizes, args.draws, args.tune = ["S"], 20, 20
     if args.one is not None:  # child process: one configuration, JSON on stdout
         config, size = args.one.split(":")
-        row = run_one(config, size, args.smoke, args.chains, args.draws, args.tune)
+        extra = {"pyirt_python": args.pyirt_python, "pyirt_epochs": args.pyirt_epochs}
+        row = run_one(config, size, args.smoke, args.chains, args.draws, args.tune, **extra)
         print("HARNESS_ROW " + json.dumps(row))
         return
     out = Path(args.out)
@@ -198,6 +244,8 @@ def main() -> None:
             command += ["--draws", str(args.draws), "--tune", str(args.tune)] + (
                 ["--smoke"] if args.smoke else []
             )
+            if args.pyirt_python:
+                command += ["--pyirt-python", args.pyirt_python, "--pyirt-epochs", str(args.pyirt_epochs)]
             env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
             result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
             lines = [line for line in result.stdout.splitlines() if line.startswith("HARNESS_ROW ")]

@@ -395,12 +395,13 @@ def cross_validate(
         CVFitTask(scheme, fold, folds, seed, reveal_share, d, fit_json) for fold in range(folds) for d in dims
     ]
 
-    def report(key: str, _tree: xr.DataTree) -> None:
-        if progressbar:
-            report.done += 1
-            print(f"[cross_validate] {report.done}/{len(tasks)} fits done ({key})", flush=True)
+    finished = []
 
-    report.done = 0
+    def report(key: str, _tree: xr.DataTree) -> None:
+        finished.append(key)
+        if progressbar:
+            print(f"[cross_validate] {len(finished)}/{len(tasks)} fits done ({key})", flush=True)
+
     chains = int(kwargs.get("chains", 4)) if method == "nuts" else 1
     fits = run_batch(
         tasks,

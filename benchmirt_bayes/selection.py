@@ -359,8 +359,9 @@ def evaluate_subset(
             rows.append((*base, "benchmark_mean", str(bench), *_correlations(estimated, actual)))
         if rotation is not None:
             rotated = est @ rotation
+            true_names = truth["ability"][truth["ability"].dims[-1]].values
             for d in range(true_ability.shape[1]):
-                name = str(truth["ability"].dims[-1]) + f"_{d}"
+                name = f"true_{true_names[d]}"
                 rows.append((*base, "true_ability", name, *_correlations(rotated[:, d], true_ability[:, d])))
     columns = ["method", "fraction", "repeat", "target", "dimension_or_benchmark", "pearson", "spearman"]
     return pd.DataFrame(rows, columns=columns)

@@ -56,7 +56,7 @@ def test_cross_validation_table_and_mirt_beats_the_benchmark_mean(small_sim):
     cv = cross_validate(
         small_sim.responses,
         n_dims=(2,),
-        folds=3,
+        folds=2,
         category="subgroup",
         seed=3,
         executor="serial",
