@@ -15,6 +15,8 @@ executor gets it with every task.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
+import json
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
@@ -80,6 +82,11 @@ class _Shared:
 
 def _execute(task: BatchTask, data: Any) -> xr.DataTree:
     return task.run(data.get() if isinstance(data, _Shared) else data)
+
+
+def fields_fingerprint(task: Any) -> str:
+    """The default fingerprint: JSON of a dataclass task's fields (its full settings)."""
+    return json.dumps(dataclasses.asdict(task), sort_keys=True, default=str)
 
 
 def run_batch(

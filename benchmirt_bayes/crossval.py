@@ -33,7 +33,7 @@ import pandas as pd
 import xarray as xr
 from scipy.special import expit
 
-from benchmirt_bayes.batch import ExecutorArg, run_batch
+from benchmirt_bayes.batch import ExecutorArg, fields_fingerprint, run_batch
 from benchmirt_bayes.metrics import LOWER_IS_BETTER, calibration_table, prediction_metrics, spearman
 from benchmirt_bayes.predictive import thinned_draws
 from benchmirt_bayes.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
@@ -43,6 +43,13 @@ from benchmirt_bayes.spec import ModelSpec
 Scheme = Literal["cells", "llms", "items"]
 SCHEMES = ("cells", "llms", "items")
 _PREDICTION_DRAWS = 100
+_HYPERPARAMETERS = (
+    "benchmark_loading_mean",
+    "benchmark_loading_spread",
+    "benchmark_intercept_mean",
+    "benchmark_intercept_spread",
+    "subgroup_intercept_offset",
+)
 
 
 # ------------------------------------------------------------------ folds
@@ -115,7 +122,7 @@ class CVFitTask:
     @property
     def fingerprint(self) -> str:
         """Everything that determines the fit."""
-        return json.dumps(self.__dict__, sort_keys=True)
+        return fields_fingerprint(self)
 
     def run(self, responses: ResponseMatrix) -> xr.DataTree:
         """Fit the fold (serially: parallelism lives at the batch level)."""
@@ -200,12 +207,13 @@ def _held_out_llm_predictions(
 def _held_out_item_predictions(
     fit: xr.DataTree, responses: ResponseMatrix, split: FoldSplit, seed: int
 ) -> np.ndarray:
-    draws = thinned_draws(fit, _PREDICTION_DRAWS, seed=seed)
+    draws = thinned_draws(fit, _PREDICTION_DRAWS, seed=seed, variables=("ability", *_HYPERPARAMETERS))
     ability = draws["ability"].transpose("sample_index", "llm", "dimension").sel(llm=responses.llms).values
     n_draw, n_llm, k = ability.shape
     design = np.concatenate([ability, np.ones((n_draw, n_llm, 1))], axis=2)
     offset = np.zeros((n_draw, n_llm))
-    prior_mean, prior_var = _item_priors(fit, responses, split.held_out, draws_seed=seed)
+    spec = ModelSpec.from_json(fit.attrs["benchmirt_spec"])
+    prior_mean, prior_var = _item_priors(draws, spec, responses, split.held_out)
     known_values = np.where(split.known, responses.values, np.nan)
     outcomes = known_values[:, split.held_out].T  # (item, llm)
     per_draw = 4
@@ -223,21 +231,10 @@ def _held_out_item_predictions(
 
 
 def _item_priors(
-    fit: xr.DataTree, responses: ResponseMatrix, items: np.ndarray, draws_seed: int
+    hyper: xr.Dataset, spec: ModelSpec, responses: ResponseMatrix, items: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per (held-out item, draw) prior mean and variance of ``(loading, intercept)``."""
-    post = fit["posterior"].to_dataset()
-    names = [
-        "benchmark_loading_mean",
-        "benchmark_loading_spread",
-        "benchmark_intercept_mean",
-        "benchmark_intercept_spread",
-    ]
-    if "subgroup_intercept_offset" in post:
-        names.append("subgroup_intercept_offset")
-    hyper = thinned_draws(fit, _PREDICTION_DRAWS, seed=draws_seed, variables=tuple(names))
-    spec = ModelSpec.from_json(fit.attrs["benchmirt_spec"])
-    k = post.sizes["dimension"]
+    k = hyper.sizes["dimension"]
     n_draw = hyper.sizes["sample_index"]
     fitted_benchmarks = list(map(str, hyper["benchmark"].values))
     fitted_subgroups = (

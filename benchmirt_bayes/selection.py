@@ -37,7 +37,7 @@ import pandas as pd
 import xarray as xr
 from scipy.special import expit
 
-from benchmirt_bayes.batch import ExecutorArg, run_batch
+from benchmirt_bayes.batch import ExecutorArg, fields_fingerprint, run_batch
 from benchmirt_bayes.identification import procrustes
 from benchmirt_bayes.inference import responses_from_tree
 from benchmirt_bayes.metrics import spearman
@@ -229,7 +229,7 @@ class SubsetTask:
     @property
     def fingerprint(self) -> str:
         """Everything that determines the result."""
-        return json.dumps(self.__dict__, sort_keys=True)
+        return fields_fingerprint(self)
 
     def run(self, payload: _PosteriorPayload) -> xr.DataTree:
         """Select the subset and estimate abilities and benchmark scores from it."""
@@ -261,13 +261,15 @@ def subset_estimates(
     *,
     n_draws: int = 50,
     seed: int = 0,
+    item_draws: ItemDraws | None = None,
 ) -> tuple[np.ndarray, pd.DataFrame]:
     """Abilities and benchmark scores of every LLM in ``responses`` from the ``kept`` items only.
 
     Item parameters stay at their posterior (``n_draws`` draws, integrated over);
     abilities are re-estimated (posterior means). A benchmark score is the
     observed share correct on the kept items plus the model's expected share on
-    the rest, over all the benchmark's items.
+    the rest, over all the benchmark's items. Pass ``item_draws`` (thinned once)
+    when scoring many subsets of one posterior.
 
     Returns
     -------
@@ -277,7 +279,8 @@ def subset_estimates(
         LLM × benchmark estimated share correct.
 
     """
-    item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
+    if item_draws is None:
+        item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
     order = item_draws.columns(responses.items.astype(str))
     kept_mask = np.isin(item_draws.items, np.asarray(kept, dtype=str))
     outcomes = np.full((responses.n_llms, len(item_draws.items)), np.nan)
@@ -415,12 +418,13 @@ def held_out_benchmark_error(
 
     """
     actual = held_out.benchmark_scores()
+    item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
     rows = []
     for method in methods:
         for fraction in fractions:
             for repeat in range(repeats if method == "random" else 1):
                 kept = select_items(posterior, fraction, method=method, seed=seed + repeat)
-                _, estimated = subset_estimates(posterior, held_out, kept, n_draws=n_draws, seed=seed)
+                _, estimated = subset_estimates(posterior, held_out, kept, seed=seed, item_draws=item_draws)
                 variants = {method: estimated}
                 if method == "random":
                     variants["random_naive_mean"] = _naive_means(held_out, kept)

@@ -80,22 +80,28 @@ ADVI = {"method": "advi", "draws": 20, "advi_max_steps": 300, "progressbar": Fal
 
 @pytest.fixture(scope="module")
 def dask_executor():
-    pytest.importorskip("distributed", reason="the dask extra is part of the CI install")
+    # the dask extra is part of the dev install; without it DaskExecutor raises MissingExtraError
     with DaskExecutor(workers=2) as executor:
         yield executor
 
 
-@pytest.fixture(scope="module")
-def serial_cv(tiny_sim):
+def small_cv(responses, executor, **extra):
+    """The same 2-fold × (1, 2)-dimension cross-validation on any executor."""
     return cross_validate(
-        tiny_sim.responses,
+        responses,
         n_dims=(1, 2),
         folds=2,
         seed=5,
         fit_kwargs=ADVI,
-        executor="serial",
+        executor=executor,
         progressbar=False,
+        **extra,
     )
+
+
+@pytest.fixture(scope="module")
+def serial_cv(tiny_sim):
+    return small_cv(tiny_sim.responses, "serial")
 
 
 @pytest.mark.slow
@@ -106,15 +112,7 @@ def test_restarts_and_folds_on_a_local_dask_cluster_match_serial(tiny_sim, dask_
     np.testing.assert_allclose(
         on_dask["posterior"]["ability"], serial["posterior"]["ability"], rtol=1e-9, atol=1e-12
     )
-    cv = cross_validate(
-        tiny_sim.responses,
-        n_dims=(1, 2),
-        folds=2,
-        seed=5,
-        fit_kwargs=ADVI,
-        executor=dask_executor,
-        progressbar=False,
-    )
+    cv = small_cv(tiny_sim.responses, dask_executor)
     pd.testing.assert_frame_equal(cv.table, serial_cv.table, rtol=1e-9)
 
 
@@ -135,16 +133,7 @@ def test_killing_a_worker_mid_run_loses_nothing(tiny_sim, dask_executor, serial_
 
     watcher = threading.Thread(target=kill_a_busy_worker)
     watcher.start()
-    cv = cross_validate(
-        tiny_sim.responses,
-        n_dims=(1, 2),
-        folds=2,
-        seed=5,
-        fit_kwargs=ADVI,
-        executor=dask_executor,
-        results_dir=tmp_path,
-        progressbar=False,
-    )
+    cv = small_cv(tiny_sim.responses, dask_executor, results_dir=tmp_path)
     watcher.join()
     assert killed, "no worker was killed during the run"
     assert len(list(tmp_path.glob("*.nc"))) == 4  # every fold fit is on disk

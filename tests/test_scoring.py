@@ -6,6 +6,17 @@ from benchmirt_bayes.scoring import adaptive_test, laplace_sir, score_llm
 from tests.conftest import constructed_posterior
 
 
+def grid_posterior(a, b, y, limit):
+    """Mean and SD of the 1-D logistic posterior with a N(0, 1) prior, on a fine grid."""
+    grid = np.linspace(-limit, limit, 8001)
+    eta = grid[:, None] * a + b
+    logp = (y * eta - np.logaddexp(0, eta)).sum(axis=1) - 0.5 * grid**2
+    w = np.exp(logp - logp.max())
+    w /= w.sum()
+    mean = (w * grid).sum()
+    return mean, np.sqrt((w * (grid - mean) ** 2).sum())
+
+
 def test_laplace_sir_matches_a_grid_posterior():
     rng = np.random.default_rng(0)
     a = rng.normal(1.0, 0.3, 15)
@@ -13,13 +24,7 @@ def test_laplace_sir_matches_a_grid_posterior():
     y = (rng.random(15) < 1 / (1 + np.exp(-(a * 0.7 + b)))).astype(float)
     y[[0, 3, 4, 5]] = 1.0 - y[[0, 3, 4, 5]]  # make it a skewed, non-Gaussian likelihood
     samples = laplace_sir(a[None, :, None], b[None], y[None], 0.0, 1.0, samples_per_draw=40000, seed=1)
-    grid = np.linspace(-6, 6, 4001)
-    eta = grid[:, None] * a + b
-    logp = (y * eta - np.logaddexp(0, eta)).sum(axis=1) - 0.5 * grid**2
-    w = np.exp(logp - logp.max())
-    w /= w.sum()
-    mean = (w * grid).sum()
-    sd = np.sqrt((w * (grid - mean) ** 2).sum())
+    mean, sd = grid_posterior(a, b, y, 6)
     assert samples[0, :, 0].mean() == pytest.approx(mean, abs=0.02)
     assert samples[0, :, 0].std() == pytest.approx(sd, rel=0.03)
 
@@ -100,10 +105,5 @@ def test_laplace_sir_is_stable_for_an_llm_that_gets_almost_everything_right():
     y = np.ones(40)
     y[7] = 0.0
     samples = laplace_sir(a[None, :, None], b[None], y[None], 0.0, 1.0, samples_per_draw=20000, seed=2)
-    grid = np.linspace(-8, 8, 8001)
-    eta = grid[:, None] * a + b
-    logp = (y * eta - np.logaddexp(0, eta)).sum(axis=1) - 0.5 * grid**2
-    w = np.exp(logp - logp.max())
-    w /= w.sum()
     assert np.isfinite(samples).all()
-    assert samples[0, :, 0].mean() == pytest.approx((w * grid).sum(), abs=0.03)
+    assert samples[0, :, 0].mean() == pytest.approx(grid_posterior(a, b, y, 8)[0], abs=0.03)
