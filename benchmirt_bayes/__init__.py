@@ -8,6 +8,7 @@ from benchmirt_bayes.inference import fit_posterior
 from benchmirt_bayes.io import load_posterior, save_posterior
 from benchmirt_bayes.items import rank_items
 from benchmirt_bayes.loaders import load_responses
+from benchmirt_bayes.minibatch import MinibatchFit, fit_minibatch_advi
 from benchmirt_bayes.model import build_model
 from benchmirt_bayes.real_data import (
     load_mirt_reference,
@@ -27,6 +28,7 @@ from benchmirt_bayes.selection import (
 from benchmirt_bayes.simulate import SimulatedBenchmark, simulate_benchmirt
 from benchmirt_bayes.spec import ModelSpec, available_specs, load_spec
 from benchmirt_bayes.stability import StabilityReport, check_stability
+from benchmirt_bayes.streaming import MatrixSource, StreamingSimulation
 
 __version__ = "0.1.0"
 
@@ -36,11 +38,15 @@ __all__ = [
     "DaskExecutor",
     "DimensionChoice",
     "LLMScore",
+    "MatrixSource",
+    "MinibatchFit",
+    "StreamingSimulation",
     "adaptive_test",
     "choose_n_dims",
     "cross_validate",
     "evaluate_subset",
     "fidelity_summary",
+    "fit_minibatch_advi",
     "held_out_benchmark_error",
     "rank_items",
     "run_batch",

@@ -17,12 +17,15 @@ def test_harness_smoke_run_writes_its_table(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     table = pd.read_csv(tmp_path / "harness.csv")
-    assert set(table["config"]) == {"reference_pymc", "package_nuts", "package_advi", "logp_grad", "pyirt"}
+    configs = {"reference_pymc", "package_nuts", "package_advi", "minibatch_advi", "logp_grad", "pyirt"}
+    assert set(table["config"]) == configs
     assert table.set_index("config").loc["pyirt", "note"].startswith("not run")  # no py-irt env in CI
     assert "error" not in table or table["error"].isna().all()
     nuts = table.set_index("config").loc["package_nuts"]
     assert nuts["min_bulk_ess"] > 0 and 0 < nuts["held_out_accuracy"] <= 1
     assert table.set_index("config").loc["package_nuts", "ess_per_s_ratio"] > 0
+    assert nuts["steps_per_draw"] >= 1 and nuts["ess_per_1k_steps"] > 0
+    assert 0.5 < table.set_index("config").loc["minibatch_advi", "held_out_accuracy"] <= 1
     assert (tmp_path / "harness.md").read_text().startswith("Measured ")
 
 
@@ -35,3 +38,19 @@ def test_gpu_script_runs_on_cpu_at_reduced_size(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["chains"] == 2 and report["wall_s"] > 0 and report["devices"]
+
+
+def test_minibatch_scale_smoke_run_reports_recovery(tmp_path):
+    command = [
+        sys.executable,
+        str(ROOT / "benchmarks" / "minibatch_scale.py"),
+        "--smoke",
+        "--out",
+        str(tmp_path),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["cells"] == 200 * 2000 and summary["epochs"] >= 3
+    assert summary["recovery_r"]["ability"] > 0.95
+    assert summary["seconds_per_epoch_after_first"] > 0

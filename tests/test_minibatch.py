@@ -1,0 +1,183 @@
+"""Minibatch ADVI and the streaming cell sources."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from benchmirt_bayes import fit_minibatch_advi
+from benchmirt_bayes.identification import procrustes
+from benchmirt_bayes.streaming import MatrixSource, StreamingSimulation, cell_uniforms
+
+
+def _aligned_correlations(estimate, truth, loading_est, loading_true):
+    rotation = procrustes(loading_est, loading_true)
+    aligned = estimate @ rotation
+    return [np.corrcoef(aligned[:, d], truth[:, d])[0, 1] for d in range(truth.shape[1])]
+
+
+@pytest.fixture(scope="module")
+def stream():
+    return StreamingSimulation(n_llms=200, n_items=2000, seed=4)
+
+
+@pytest.fixture(scope="module")
+def stream_fit(stream):
+    return fit_minibatch_advi(
+        stream, 2, llm_batch=100, item_batch=500, max_epochs=60, random_seed=1, progressbar=False
+    )
+
+
+def test_cells_do_not_depend_on_the_block_that_asked(stream):
+    rows, cols = np.arange(40), np.arange(300)
+    whole = stream.block_numpy(rows, cols)
+    part = stream.block_numpy(rows[[3, 17, 25]], cols[[0, 99, 250, 299]])
+    np.testing.assert_array_equal(part, whole[np.ix_([3, 17, 25], [0, 99, 250, 299])])
+    again = StreamingSimulation(n_llms=200, n_items=2000, seed=4).block_numpy(rows, cols)
+    np.testing.assert_array_equal(whole, again)
+    other_seed = StreamingSimulation(n_llms=200, n_items=2000, seed=5).block_numpy(rows, cols)
+    assert np.nanmean(whole != other_seed) > 0.2
+
+
+def test_cell_uniforms_are_uniform_and_streams_independent():
+    u1 = np.asarray(cell_uniforms(np.arange(300), np.arange(1000), 0, 1)).ravel()
+    u2 = np.asarray(cell_uniforms(np.arange(300), np.arange(1000), 0, 2)).ravel()
+    assert abs(u1.mean() - 0.5) < 0.003 and abs(u1.var() - 1 / 12) < 0.002
+    counts = np.histogram(u1, bins=20, range=(0, 1))[0]
+    assert counts.min() > 0.97 * u1.size / 20
+    assert abs(np.corrcoef(u1, u2)[0, 1]) < 0.01
+
+
+def test_simulated_responses_follow_the_true_probabilities(stream):
+    rows, cols = np.arange(200), np.arange(0, 2000, 4)
+    block = stream.block_numpy(rows, cols)
+    truth = stream.truth
+    logits = truth["ability"].values[rows] @ truth["loading"].values[cols].T
+    prob = 1 / (1 + np.exp(-(logits + truth["intercept"].values[cols])))
+    observed = ~np.isnan(block)
+    assert abs(1 - observed.mean() - stream.missing_share) < 0.005
+    residual = (block[observed] - prob[observed]).mean()
+    assert abs(residual) < 0.01
+    # calibration: cells with high true probability are mostly correct
+    assert np.nanmean(block[prob > 0.9]) > 0.88 and np.nanmean(block[prob < 0.1]) < 0.12
+
+
+def test_minibatch_fit_recovers_the_truth(stream, stream_fit):
+    truth = stream.truth
+    loading_est = stream_fit.means["loading"].values
+    ability_r = _aligned_correlations(
+        stream_fit.means["ability"].values, truth["ability"].values, loading_est, truth["loading"].values
+    )
+    loading_r = _aligned_correlations(
+        loading_est, truth["loading"].values, loading_est, truth["loading"].values
+    )
+    intercept_r = np.corrcoef(stream_fit.means["intercept"], truth["intercept"])[0, 1]
+    assert min(ability_r) > 0.97
+    assert min(loading_r) > 0.85
+    assert intercept_r > 0.95
+    assert stream_fit.elbo.values[-1] > stream_fit.elbo.values[0]
+    assert stream_fit.attrs["blocks_per_epoch"] == 2 * 4
+
+
+def test_identification_leaves_predictions_unchanged(stream_fit):
+    raw = stream_fit.raw
+    before = raw["ability_loc"] @ raw["loading_loc"].T
+    after = stream_fit.means["ability"].values @ stream_fit.means["loading"].values.T
+    np.testing.assert_allclose(after, before, atol=1e-8)
+    rotation = stream_fit.rotation
+    np.testing.assert_allclose(rotation @ rotation.T, np.eye(2), atol=1e-12)
+
+
+def test_minibatch_fit_is_reproducible_from_its_seed(stream, stream_fit):
+    again = fit_minibatch_advi(
+        stream, 2, llm_batch=100, item_batch=500, max_epochs=60, random_seed=1, progressbar=False
+    )
+    np.testing.assert_array_equal(again.means["ability"].values, stream_fit.means["ability"].values)
+    assert again.attrs == stream_fit.attrs
+    other = fit_minibatch_advi(
+        stream,
+        2,
+        llm_batch=100,
+        item_batch=500,
+        max_epochs=2,
+        min_epochs=1,
+        random_seed=2,
+        progressbar=False,
+    )
+    assert not np.allclose(other.raw["ability_loc"], stream_fit.raw["ability_loc"])
+
+
+def test_samples_match_the_variational_moments(stream_fit):
+    draws = stream_fit.sample(400, seed=3)
+    assert draws["ability"].dims == ("chain", "draw", "llm", "dimension")
+    np.testing.assert_allclose(
+        draws["ability"].mean(("chain", "draw")), stream_fit.means["ability"], atol=0.05
+    )
+    np.testing.assert_allclose(draws["loading"].std(("chain", "draw")), stream_fit.sds["loading"], rtol=0.15)
+
+
+def test_minibatch_agrees_with_full_data_advi(small_sim, advi_fit):
+    fit = fit_minibatch_advi(
+        small_sim.responses,
+        2,
+        llm_batch=30,
+        item_batch=230,
+        max_epochs=60,
+        random_seed=0,
+        progressbar=False,
+    )
+    full_loading = advi_fit["posterior"]["loading"].mean(("chain", "draw")).values
+    full_ability = advi_fit["posterior"]["ability"].mean(("chain", "draw")).values
+    r = _aligned_correlations(
+        fit.means["ability"].values, full_ability, fit.means["loading"].values, full_loading
+    )
+    assert min(r) > 0.97
+    assert isinstance(MatrixSource(small_sim.responses).benchmarks, tuple)
+
+
+def test_bad_settings_are_refused(stream):
+    with pytest.raises(ValueError, match="min_epochs"):
+        fit_minibatch_advi(stream, 2, max_epochs=2, min_epochs=3, progressbar=False)
+    with pytest.raises(ValueError, match="exploratory"):
+        fit_minibatch_advi(stream, 2, spec="confirmatory_safety_reasoning", progressbar=False)
+    with pytest.raises(ValueError, match="positive"):
+        StreamingSimulation(n_llms=0)
+
+
+SHARDED_RUN = """
+import numpy as np, jax
+from benchmirt_bayes import fit_minibatch_advi, StreamingSimulation
+from benchmirt_bayes.minibatch import _placements
+assert len(jax.devices()) == 2, jax.devices()
+source = StreamingSimulation(n_llms=100, n_items=1000, seed=2)
+kw = dict(llm_batch=50, item_batch=250, max_epochs=3, min_epochs=3, anneal_epochs=0,
+          random_seed=0, progressbar=False)
+one = fit_minibatch_advi(source, 2, **kw)
+two = fit_minibatch_advi(source, 2, devices=2, **kw)
+for name in ("ability_loc", "loading_loc", "intercept_loc"):
+    np.testing.assert_allclose(one.raw[name], two.raw[name], atol=1e-5)
+np.testing.assert_allclose(one.elbo.values, two.elbo.values, rtol=1e-5)
+cols, _ = _placements(2, 250)
+block = jax.device_put(np.arange(250, dtype=np.int32), cols)
+assert len(block.sharding.device_set) == 2
+print("sharded ok")
+"""
+
+
+def test_sharding_items_across_devices_gives_the_same_fit():
+    """The step splits each block's items over (here: two virtual CPU) devices unchanged."""
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    result = subprocess.run(
+        [sys.executable, "-c", SHARDED_RUN], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "sharded ok" in result.stdout
+
+
+def test_device_settings_are_checked(stream):
+    with pytest.raises(ValueError, match="devices"):
+        fit_minibatch_advi(stream, 2, devices=64, progressbar=False)
