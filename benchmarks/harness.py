@@ -109,8 +109,13 @@ def run_pyirt(train, responses, test, python: str | None, epochs: int) -> dict:
         script = Path(__file__).with_name("pyirt_run.py")
         command = [python, str(script), str(data), str(out), "--epochs", str(epochs)]
         start = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True, text=True)
+        result = subprocess.run(command, check=False, capture_output=True, text=True)
         wall = time.perf_counter() - start
+        if result.returncode != 0:  # e.g. py-irt's loss went to NaN: report it, keep the table
+            lines = result.stderr.strip().splitlines() or ["no output"]
+            errors = [line for line in lines if "Error" in line] or lines
+            reason = errors[-1].replace("|", "/")[:160]
+            return {"note": f"py-irt failed after {wall:.0f} s: {reason}"}
         params = json.loads(out.read_text())
     ability = np.asarray(params["ability"])
     diff, disc = np.asarray(params["diff"]), np.asarray(params["disc"])
