@@ -568,7 +568,7 @@ def _assemble(
         coords={k: coords[k] for k in ("llm", "item", "dimension")},
     )
     attrs = {
-        **{k: v for k, v in asdict(settings).items()},
+        **asdict(settings),
         "source": repr(source),
         "epochs": len(elbo),
         "annealing_from_epoch": stopped_at + 1,

@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import Any, Protocol
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from .errors import MissingExtraError
@@ -231,14 +232,13 @@ class MatrixSource:
 
     @property
     def benchmarks(self) -> tuple[str, ...]:
-        """Benchmark names."""
-        return tuple(self.responses.benchmark_names)
+        """Benchmark names, in order of first appearance (as ``ModelIndex``)."""
+        return tuple(map(str, pd.factorize(self.responses.benchmarks)[1]))
 
     @property
     def item_benchmark(self) -> np.ndarray:
         """Benchmark code of every item."""
-        lookup = {name: code for code, name in enumerate(self.benchmarks)}
-        return np.array([lookup[name] for name in self.responses.benchmarks])
+        return pd.factorize(self.responses.benchmarks)[0]
 
     def _device_matrix(self) -> tuple[Any, Any]:
         if "device" not in self._cache:
