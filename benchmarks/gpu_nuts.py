@@ -30,6 +30,10 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--init", default="prior", choices=["prior", "advi"], help="advi: PyMC ADVI on the CPU first"
+    )
+    parser.add_argument("--max-treedepth", type=int, default=10)
     parser.add_argument("--out", default="gpu_result.json")
     args = parser.parse_args()
 
@@ -54,6 +58,8 @@ def main() -> None:
         draws=args.draws,
         tune=args.tune,
         random_seed=args.seed,
+        nuts_init=args.init,
+        max_treedepth=args.max_treedepth,
     )
     wall = time.perf_counter() - start
     report = check_convergence(fit)
@@ -64,6 +70,8 @@ def main() -> None:
         "chains": args.chains,
         "draws": args.draws,
         "tune": args.tune,
+        "init": args.init,
+        "max_treedepth": args.max_treedepth,
         "wall_s": wall,
         "divergences": int(stats["diverging"].sum()) if "diverging" in stats else None,
         "convergence_ok": bool(report.ok),

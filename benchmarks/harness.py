@@ -34,7 +34,15 @@ import numpy as np
 import pandas as pd
 
 SIZES = {"S": 1000, "M": 5000, "L": None}
-CONFIGS = ("reference_pymc", "package_nuts", "package_advi", "minibatch_advi", "logp_grad", "pyirt")
+CONFIGS = (
+    "reference_pymc",
+    "package_nuts",
+    "package_nuts_advi_init",
+    "package_advi",
+    "minibatch_advi",
+    "logp_grad",
+    "pyirt",
+)
 
 
 def make_data(size: str, smoke: bool):
@@ -141,8 +149,11 @@ def run_one(config: str, size: str, smoke: bool, chains: int, draws: int, tune: 
     row = {"size": size, "config": config, "llms": responses.n_llms, "items": responses.n_items}
     row["cells"] = int(train.observed.sum())
     start = time.perf_counter()
-    if config == "package_nuts":
-        fit = fit_posterior(train, 2, method="nuts", chains=chains, draws=draws, tune=tune, random_seed=1)
+    if config in ("package_nuts", "package_nuts_advi_init"):
+        init = "advi" if config == "package_nuts_advi_init" else "prior"
+        fit = fit_posterior(
+            train, 2, method="nuts", chains=chains, draws=draws, tune=tune, random_seed=1, nuts_init=init
+        )
         wall = time.perf_counter() - start
         stats = fit["sample_stats"]
         row.update(identified_metrics(fit, wall))

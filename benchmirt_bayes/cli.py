@@ -72,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--tune", type=int, default=1000)
     fit.add_argument("--chains", type=int, default=4)
     fit.add_argument("--restarts", type=int, default=1)
+    fit.add_argument(
+        "--init", default="prior", choices=["prior", "advi"], help="NUTS start: sampler default or ADVI mean"
+    )
+    fit.add_argument("--max-treedepth", type=int, default=10, help="NUTS tree-depth cap")
     fit.add_argument("--spec", default=None, help="model spec name or .toml path")
     fit.add_argument("--seed", type=int, default=None)
     fit.add_argument("--out", required=True, help="output .nc or .zarr")
@@ -197,6 +201,8 @@ def _fit(args: argparse.Namespace) -> int:
         restarts=args.restarts,
         spec=args.spec,
         random_seed=args.seed,
+        nuts_init=args.init,
+        max_treedepth=args.max_treedepth,
     )
     save_posterior(fit, args.out)
     print(f"done in {time.perf_counter() - start:.1f} s; posterior written to {args.out}")

@@ -18,7 +18,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from benchmirt_bayes.advi import run_advi
+from benchmirt_bayes.advi import AdviResult, run_advi
 from benchmirt_bayes.batch import ExecutorArg, run_batch
 from benchmirt_bayes.errors import MissingExtraError
 from benchmirt_bayes.identification import alignment_rotations
@@ -28,6 +28,7 @@ from benchmirt_bayes.spec import ModelSpec, load_spec
 
 Method = Literal["nuts", "advi", "fullrank_advi", "map"]
 Sampler = Literal["nutpie", "numpyro", "pymc"]
+NutsInit = Literal["prior", "advi"]
 KEPT_VARIABLES = (
     "ability",
     "loading",
@@ -64,6 +65,8 @@ class FitSettings:
     advi_tolerance: float = 1e-3
     advi_learning_rate: float = 0.02
     advi_window: int = 200
+    nuts_init: str = "prior"
+    max_treedepth: int = 10
 
     @property
     def spec(self) -> ModelSpec:
@@ -99,6 +102,8 @@ def fit_posterior(
     advi_max_steps: int = 20000,
     advi_tolerance: float = 1e-3,
     advi_learning_rate: float = 0.02,
+    nuts_init: NutsInit = "prior",
+    max_treedepth: int = 10,
     executor: ExecutorArg = "auto",
     restart_dir: str | Path | None = None,
 ) -> xr.DataTree:
@@ -135,7 +140,19 @@ def fit_posterior(
     target_accept
         NUTS target acceptance rate.
     advi_max_steps, advi_tolerance, advi_learning_rate
-        ADVI step budget, relative-ELBO stopping tolerance and Adam rate.
+        ADVI step budget, relative-ELBO stopping tolerance and Adam rate (also
+        used by ``nuts_init="advi"``).
+    nuts_init
+        Where NUTS chains start. ``"prior"`` (default): the sampler's own start
+        (the prior's support point, jittered). ``"advi"``: the posterior mean of
+        a mean-field ADVI fit run first in each restart (from that restart's
+        own random start); the chains of a restart then start there without
+        jitter, which skips the long early adaptation far from the typical set
+        at large scale. The ADVI record is kept in the ``elbo`` group.
+    max_treedepth
+        NUTS tree-depth cap (at most ``2**max_treedepth`` gradient evaluations
+        per draw); draws that hit it are counted by
+        :func:`benchmirt_bayes.check_convergence`.
     executor
         Where restarts run: any ``concurrent.futures.Executor`` (for example a
         Dask client's ``get_executor()``); ``"auto"`` (default) uses a local
@@ -170,6 +187,10 @@ def fit_posterior(
         raise ValueError(f"method must be one of {Method.__args__}, got {method!r}")
     if sampler not in Sampler.__args__:
         raise ValueError(f"sampler must be one of {Sampler.__args__}, got {sampler!r}")
+    if nuts_init not in NutsInit.__args__:
+        raise ValueError(f"nuts_init must be one of {NutsInit.__args__}, got {nuts_init!r}")
+    if not isinstance(max_treedepth, int | np.integer) or not 1 <= max_treedepth <= 15:
+        raise ValueError(f"max_treedepth must be an integer in 1..15, got {max_treedepth!r}")
     for name, value in (("draws", draws), ("chains", chains), ("restarts", restarts)):
         if not isinstance(value, int | np.integer) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -190,6 +211,8 @@ def fit_posterior(
         advi_max_steps=advi_max_steps,
         advi_tolerance=advi_tolerance,
         advi_learning_rate=advi_learning_rate,
+        nuts_init=nuts_init if method == "nuts" else "prior",
+        max_treedepth=int(max_treedepth),
     )
     build_model(responses, settings.n_dims, spec=spec_obj)  # fail fast on bad settings
     seeds = restart_seeds(random_seed, restarts)
@@ -291,20 +314,13 @@ def fit_once(
     start = time.perf_counter()
     elbo = None
     if settings.method == "nuts":
-        posterior, stats = _run_nuts(model, settings, seed, progressbar)
+        initvals = None
+        if settings.nuts_init == "advi":
+            result = _advi(model, settings, "advi", 100, seed, progressbar)
+            initvals, elbo = advi_start(model, result.posterior), result.elbo
+        posterior, stats = _run_nuts(model, settings, seed, progressbar, initvals)
     elif settings.method in ("advi", "fullrank_advi"):
-        result = run_advi(
-            model,
-            method=settings.method,
-            draws=settings.draws,
-            max_steps=settings.advi_max_steps,
-            tolerance=settings.advi_tolerance,
-            learning_rate=settings.advi_learning_rate,
-            window=settings.advi_window,
-            random_seed=seed,
-            progressbar=progressbar,
-            start=jittered_start(model, seed),
-        )
+        result = _advi(model, settings, settings.method, settings.draws, seed, progressbar)
         posterior, elbo = result.posterior, result.elbo
         stats = xr.Dataset(coords={"chain": [0], "draw": np.arange(settings.draws)})
     else:
@@ -313,6 +329,39 @@ def fit_once(
     seconds = time.perf_counter() - start
     keep = [v for v in KEPT_VARIABLES if v in posterior]
     return RawFit(_drop_attrs(posterior[keep]), _drop_attrs(stats), elbo, seconds, seed)
+
+
+def _advi(
+    model: pm.Model, settings: FitSettings, method: str, draws: int, seed: int, progressbar: bool
+) -> AdviResult:
+    return run_advi(
+        model,
+        method=method,
+        draws=draws,
+        max_steps=settings.advi_max_steps,
+        tolerance=settings.advi_tolerance,
+        learning_rate=settings.advi_learning_rate,
+        window=settings.advi_window,
+        random_seed=seed,
+        progressbar=progressbar,
+        start=jittered_start(model, seed),
+    )
+
+
+def advi_start(model: pm.Model, posterior: xr.Dataset) -> dict[str, np.ndarray]:
+    """Initial values for NUTS: the ADVI posterior mean of every free variable.
+
+    A mean of correlation Cholesky factors is not one, so those take the first
+    draw instead.
+    """
+    start = {}
+    for rv in model.free_RVs:
+        values = posterior[rv.name]
+        if "cholesky" in rv.name:
+            start[rv.name] = values.isel(chain=0, draw=0).values
+        else:
+            start[rv.name] = values.mean(("chain", "draw")).values
+    return start
 
 
 def jittered_start(model: pm.Model, seed: int) -> dict[str, np.ndarray]:
@@ -334,11 +383,25 @@ def _drop_attrs(ds: xr.Dataset) -> xr.Dataset:
 
 
 def _run_nuts(
-    model: pm.Model, settings: FitSettings, seed: int, progressbar: bool
+    model: pm.Model,
+    settings: FitSettings,
+    seed: int,
+    progressbar: bool,
+    initvals: dict[str, np.ndarray] | None = None,
 ) -> tuple[xr.Dataset, xr.Dataset]:
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {"initvals": initvals}
+    nuts: dict[str, Any] = {"max_treedepth": settings.max_treedepth}
     if settings.sampler == "numpyro":
-        kwargs["nuts_sampler_kwargs"] = {"chain_method": "vectorized"}
+        nuts = {"chain_method": "vectorized", "max_tree_depth": settings.max_treedepth}
+    if initvals is not None:
+        # the chains start at the ADVI mean itself: a unit jitter in the unconstrained
+        # space would throw them far outside a posterior this concentrated
+        if settings.sampler == "nutpie":
+            kwargs["compile_kwargs"] = {"jitter_rvs": set()}
+        elif settings.sampler == "numpyro":
+            nuts["jitter"] = False
+        else:
+            kwargs["init"] = "adapt_diag"
     with model:
         tree = pm.sample(
             draws=settings.draws,
@@ -350,6 +413,7 @@ def _run_nuts(
             target_accept=settings.target_accept,
             progressbar=progressbar,
             compute_convergence_checks=False,
+            nuts=nuts,
             **kwargs,
         )
     return tree["posterior"].to_dataset(), tree["sample_stats"].to_dataset()

@@ -1,3 +1,4 @@
+import json
 import subprocess
 import sys
 
@@ -87,3 +88,16 @@ def test_demo_writes_a_report(tmp_path):
     assert main(["demo", "--out", str(tmp_path / "demo"), "--scale", "0.01"]) == 0
     page = (tmp_path / "demo" / "index.html").read_text()
     assert "Posterior predictive check" in page and (tmp_path / "demo" / "fit.nc").exists()
+
+
+def test_fit_nuts_from_advi_on_the_command_line(tmp_path):
+    data = tmp_path / "sim.nc"
+    assert main(["simulate", "--scale", "0.002", "--llms", "20", "--out", str(data)]) == 0
+    fit = tmp_path / "fit.nc"
+    args = ["fit", str(data), "--method", "nuts", "--init", "advi", "--max-treedepth", "3"]
+    args += ["--draws", "20", "--tune", "20", "--chains", "2", "--seed", "2", "--out", str(fit)]
+    assert main(args) == 0
+    tree = xr.open_datatree(fit)
+    settings = json.loads(tree.attrs["benchmirt_settings"])
+    assert settings["nuts_init"] == "advi" and settings["max_treedepth"] == 3
+    assert int(tree["sample_stats"]["n_steps"].max()) <= 7

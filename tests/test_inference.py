@@ -3,10 +3,13 @@ import json
 import numpy as np
 import pytest
 import xarray as xr
+from pymc.initial_point import make_initial_point_fn
 
-from benchmirt_bayes import MissingExtraError, fit_posterior
+from benchmirt_bayes import MissingExtraError, build_model, fit_posterior
+from benchmirt_bayes.advi import run_advi
 from benchmirt_bayes.inference import (
     FitSettings,
+    advi_start,
     assemble_posterior,
     fit_once,
     fit_settings_from_attrs,
@@ -115,6 +118,8 @@ def test_missing_sampler_names_the_extra(tiny_sim, monkeypatch):
         ({"sampler": "stan"}, "sampler must be one of"),
         ({"draws": 0}, "draws must be a positive integer"),
         ({"restarts": 0}, "restarts must be a positive integer"),
+        ({"nuts_init": "map"}, "nuts_init must be one of"),
+        ({"max_treedepth": 0}, "max_treedepth must be an integer"),
     ],
 )
 def test_bad_arguments_are_explained(tiny_sim, kwargs, message):
@@ -162,3 +167,41 @@ def test_restarts_give_identical_numbers_on_any_executor(tiny_sim):
         np.testing.assert_allclose(
             other["posterior"]["ability"], serial["posterior"]["ability"], rtol=1e-9, atol=1e-12
         )
+
+
+def test_advi_start_is_the_advi_mean_of_every_free_variable(tiny_sim):
+    model = build_model(tiny_sim.responses, 2, spec="confirmatory_safety_reasoning")  # with LKJ
+    result = run_advi(model, draws=20, max_steps=300, random_seed=1, progressbar=False)
+    start = advi_start(model, result.posterior)
+    assert set(start) == {rv.name for rv in model.free_RVs}
+    np.testing.assert_allclose(start["loading_z"], result.posterior["loading_z"].mean(("chain", "draw")))
+
+    def initial_point(transformed):
+        fn = make_initial_point_fn(
+            model=model, overrides=start, jitter_rvs=set(), return_transformed=transformed
+        )
+        return fn(0)
+
+    assert np.isfinite(model.compile_logp()(initial_point(True)))
+    spread = initial_point(False)["benchmark_loading_spread"]
+    np.testing.assert_allclose(spread, start["benchmark_loading_spread"])
+
+
+def test_nuts_from_advi_with_capped_trees(tiny_sim):
+    fit = fit_posterior(
+        tiny_sim.responses,
+        2,
+        method="nuts",
+        nuts_init="advi",
+        max_treedepth=3,
+        chains=2,
+        draws=30,
+        tune=30,
+        advi_max_steps=400,
+        random_seed=6,
+        progressbar=False,
+    )
+    assert "elbo" in fit.children  # the initialising ADVI run is kept
+    assert int(fit["sample_stats"]["n_steps"].max()) <= 2**3 - 1
+    settings, _, _ = fit_settings_from_attrs(fit)
+    assert settings.nuts_init == "advi" and settings.max_treedepth == 3

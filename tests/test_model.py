@@ -15,14 +15,29 @@ def test_variables_and_dims(tiny_sim):
     assert dims["benchmark_loading_mean"] == ("benchmark", "dimension")
     assert dims["benchmark_loading_spread"] == ("benchmark",)
     assert "subgroup_intercept_offset" in model.named_vars  # HarmBench etc. have subgroups
-    observed = model["correct"]
-    assert observed.eval().shape == (tiny_sim.responses.n_observed,)
+    assert model.benchmirt_likelihood == "dense"  # tiny_sim is nearly full
+    assert model["correct"].eval().shape == tiny_sim.responses.values.shape
+    cells = build_model(tiny_sim.responses, 2, likelihood="cells")
+    assert cells["correct"].eval().shape == (tiny_sim.responses.n_observed,)
     assert "llm" in model.coords and "model" not in model.coords
 
 
-def test_likelihood_matches_a_hand_written_one(tiny_sim):
+def test_auto_likelihood_form_follows_the_observed_share(tiny_sim):
+    values = tiny_sim.responses.values.copy()
+    values[np.random.default_rng(0).random(values.shape) < 0.6] = np.nan
+    sparse = tiny_sim.responses.with_values(values)
+    assert build_model(sparse, 2).benchmirt_likelihood == "cells"
+    with pytest.raises(ValueError, match="likelihood must be"):
+        build_model(tiny_sim.responses, 2, likelihood="long")
+
+
+@pytest.mark.parametrize("likelihood", ["dense", "cells"])
+def test_likelihood_matches_a_hand_written_one(tiny_sim, likelihood):
     responses = tiny_sim.responses
-    model = build_model(responses, 2)
+    values = responses.values.copy()
+    values[np.random.default_rng(1).random(values.shape) < 0.1] = np.nan  # some unobserved cells
+    responses = responses.with_values(values)
+    model = build_model(responses, 2, likelihood=likelihood)
     point = model.initial_point(random_seed=1)
     rng = np.random.default_rng(0)
     point = {k: v + rng.normal(0, 0.3, size=np.shape(v)) for k, v in point.items()}
