@@ -49,6 +49,7 @@ def main() -> None:
         random_seed=args.seed,
         nuts_init=args.init,
         max_treedepth=args.max_treedepth,
+        likelihood="auto",
     )
     seconds = time.perf_counter() - start
     report = check_convergence(fit)

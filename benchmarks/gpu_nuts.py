@@ -60,6 +60,7 @@ def main() -> None:
         random_seed=args.seed,
         nuts_init=args.init,
         max_treedepth=args.max_treedepth,
+        likelihood="auto",
     )
     wall = time.perf_counter() - start
     report = check_convergence(fit)

@@ -152,7 +152,15 @@ def run_one(config: str, size: str, smoke: bool, chains: int, draws: int, tune: 
     if config in ("package_nuts", "package_nuts_advi_init"):
         init = "advi" if config == "package_nuts_advi_init" else "prior"
         fit = fit_posterior(
-            train, 2, method="nuts", chains=chains, draws=draws, tune=tune, random_seed=1, nuts_init=init
+            train,
+            2,
+            method="nuts",
+            chains=chains,
+            draws=draws,
+            tune=tune,
+            random_seed=1,
+            nuts_init=init,
+            likelihood="auto",
         )
         wall = time.perf_counter() - start
         stats = fit["sample_stats"]
@@ -161,7 +169,7 @@ def run_one(config: str, size: str, smoke: bool, chains: int, draws: int, tune: 
         row.update(step_metrics(stats["n_steps"], row["min_bulk_ess"], wall))
         row["held_out_accuracy"] = held_out_accuracy(fit, responses, test)
     elif config == "package_advi":
-        fit = fit_posterior(train, 2, method="advi", draws=200, random_seed=1)
+        fit = fit_posterior(train, 2, method="advi", draws=200, random_seed=1, likelihood="auto")
         wall = time.perf_counter() - start
         row["advi_steps"] = int(fit["elbo"].sizes["step"])
         row["held_out_accuracy"] = held_out_accuracy(fit, responses, test)
@@ -214,7 +222,7 @@ def time_logp_grad(train, repeats: int = 50) -> dict:
     """One log density + gradient: the package's compiled model vs hand-written NumPy (dense, masked)."""
     from benchmirt_bayes import build_model
 
-    model = build_model(train, 2)
+    model = build_model(train, 2, likelihood="auto")
     point = model.initial_point(random_seed=0)
     fn = model.logp_dlogp_function(ravel_inputs=True)
     fn.set_extra_values({})

@@ -7,7 +7,7 @@ from benchmirt_bayes import build_model, load_spec
 
 
 def test_variables_and_dims(tiny_sim):
-    model = build_model(tiny_sim.responses, 2)
+    model = build_model(tiny_sim.responses, 2, likelihood="auto")
     dims = model.named_vars_to_dims
     assert dims["ability"] == ("llm", "dimension")
     assert dims["loading"] == ("item", "dimension")
@@ -26,7 +26,8 @@ def test_auto_likelihood_form_follows_the_observed_share(tiny_sim):
     values = tiny_sim.responses.values.copy()
     values[np.random.default_rng(0).random(values.shape) < 0.6] = np.nan
     sparse = tiny_sim.responses.with_values(values)
-    assert build_model(sparse, 2).benchmirt_likelihood == "cells"
+    assert build_model(sparse, 2, likelihood="auto").benchmirt_likelihood == "cells"
+    assert build_model(tiny_sim.responses, 2).benchmirt_likelihood == "cells"  # the default
     with pytest.raises(ValueError, match="likelihood must be"):
         build_model(tiny_sim.responses, 2, likelihood="long")
 
