@@ -63,6 +63,32 @@ def procrustes(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     return u @ vt
 
 
+def whitened_frame(ability: np.ndarray, loading: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Express a solution in the whitened-ability convention without changing any prediction.
+
+    Returns ``(ability S^{-1/2}, loading S^{1/2})`` with ``S`` the sample covariance of
+    the (centred) abilities, so that ``ability @ loading.T`` is unchanged up to the
+    centring, which the intercepts absorb. Use it to compare a fit of a
+    ``correlation = "whitened"`` spec with a solution expressed in another frame (a
+    simulation's truth with correlated abilities, another program's estimates): the two
+    then differ only by an orthogonal rotation, which :func:`procrustes` finds.
+
+    Parameters
+    ----------
+    ability
+        ``(llm, dimension)`` abilities.
+    loading
+        ``(item, dimension)`` loadings in the same frame.
+
+    """
+    centred = ability - ability.mean(axis=0)
+    cov = np.atleast_2d(np.cov(centred, rowvar=False))
+    values, vectors = np.linalg.eigh(cov)
+    inv_sqrt = (vectors / np.sqrt(values)) @ vectors.T
+    sqrt = (vectors * np.sqrt(values)) @ vectors.T
+    return centred @ inv_sqrt, loading @ sqrt
+
+
 def batched_procrustes(sources: np.ndarray, target: np.ndarray) -> np.ndarray:
     """:func:`procrustes` for a stack ``(S, items, K)`` of sources: returns ``(S, K, K)``."""
     cross = np.einsum("sik,il->skl", sources, target)

@@ -164,6 +164,8 @@ class ItemDraws:
             else None
         )
         sigma = float(spec["ability"]["sigma"]) if spec is not None else 1.0
+        if spec is not None and spec["ability"]["correlation"] == "whitened":
+            sigma = 1.0  # the fitted LLMs' abilities have unit sample variance whatever sigma is
         k = loading.sizes["dimension"]
         cov = np.eye(k) * sigma**2
         post = posterior["posterior"]

@@ -152,8 +152,8 @@ def validate_spec(spec: ModelSpec) -> None:
         if missing:
             problems.append(f"section [{section}] lacks {sorted(missing)}")
     correlation = spec.settings.get("ability", {}).get("correlation")
-    if correlation not in ("none", "lkj"):
-        problems.append(f"ability.correlation must be 'none' or 'lkj', got {correlation!r}")
+    if correlation not in ("none", "lkj", "whitened"):
+        problems.append(f"ability.correlation must be 'none', 'lkj' or 'whitened', got {correlation!r}")
     if correlation == "lkj" and not spec.is_confirmatory:
         problems.append(
             "ability.correlation = 'lkj' needs a [confirmatory] pattern: in an exploratory model "

@@ -8,6 +8,7 @@ from benchmirt_bayes.identification import (
     sign_and_order,
     tucker_congruence,
     varimax,
+    whitened_frame,
 )
 from benchmirt_bayes.inference import identify_posterior
 
@@ -119,3 +120,13 @@ def test_alignment_works_for_other_dimensions(k):
     rotations = alignment_rotations(draws)
     aligned = np.einsum("sik,skl->sil", draws, rotations)
     assert np.max(np.abs(aligned - aligned[0])) < 1e-8
+
+
+def test_whitened_frame_keeps_every_prediction_and_whitens():
+    rng = np.random.default_rng(4)
+    ability = rng.multivariate_normal([0, 0], [[1.0, 0.6], [0.6, 2.0]], size=80)
+    ability -= ability.mean(axis=0)
+    loading = simple_structure(50, 2, rng)
+    white_ability, white_loading = whitened_frame(ability, loading)
+    np.testing.assert_allclose(white_ability @ white_loading.T, ability @ loading.T, atol=1e-10)
+    np.testing.assert_allclose(np.cov(white_ability, rowvar=False), np.eye(2), atol=1e-10)

@@ -1,5 +1,6 @@
 """Golden numbers against R mirt on ../shared/data/mirt_reference (real MCMC: slow tier)."""
 
+import arviz as az
 import numpy as np
 import pandas as pd
 import pytest
@@ -33,12 +34,18 @@ def test_lsat7_2pl_within_one_standard_error_of_mirt():
         progressbar=False,
     )
     loading, intercept = posterior_means(fit)
+    # our posterior means are Monte Carlo estimates: allow their own error (2 MCSE) on top
+    # of mirt's standard error, or the check flips with any change of the sampler's path
+    post = fit["posterior"]
+    loading_mcse = az.mcse(post["loading"]).values
+    intercept_mcse = az.mcse(post["intercept"]).values
     table = pd.read_csv(folder / "fits" / "LSAT7_1F_2PL_coef_withSE_long.csv", index_col=0)
     for i, item in enumerate(responses.items):
         a_ref, a_se = table.loc[f"{item}.a1", ["par", "SE"]]
         d_ref, d_se = table.loc[f"{item}.d", ["par", "SE"]]
-        assert abs(loading[i, 0] - a_ref) <= a_se, (item, loading[i, 0], a_ref, a_se)
-        assert abs(intercept[i] - d_ref) <= d_se, (item, intercept[i], d_ref, d_se)
+        a_tol, d_tol = a_se + 2 * loading_mcse[i, 0], d_se + 2 * intercept_mcse[i]
+        assert abs(loading[i, 0] - a_ref) <= a_tol, (item, loading[i, 0], a_ref, a_se, a_tol)
+        assert abs(intercept[i] - d_ref) <= d_tol, (item, intercept[i], d_ref, d_se, d_tol)
 
 
 def test_sat12_2pl_correlates_with_mirt():

@@ -4,6 +4,7 @@ import pytensor
 import pytest
 
 from benchmirt_bayes import build_model, load_spec
+from benchmirt_bayes.model import whiten
 
 
 def test_variables_and_dims(tiny_sim):
@@ -60,6 +61,29 @@ def test_abilities_sum_to_zero_over_llms(tiny_sim):
     draw = pm.draw(model["ability"], random_seed=1)
     assert draw.shape == (tiny_sim.responses.n_llms, 3)
     np.testing.assert_allclose(draw.sum(axis=0), 0, atol=1e-9)
+
+
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+def test_default_abilities_are_whitened_within_the_sample(tiny_sim, n_dims):
+    model = build_model(tiny_sim.responses, n_dims)
+    for seed in (1, 2):
+        draw = pm.draw(model["ability"], random_seed=seed)
+        covariance = np.cov(draw, rowvar=False).reshape(n_dims, n_dims)
+        np.testing.assert_allclose(covariance, np.eye(n_dims), atol=1e-9)
+
+
+@pytest.mark.parametrize("n_dims", [2, 3])
+def test_whitening_is_rotation_equivariant(n_dims):
+    rng = np.random.default_rng(3)
+    raw = rng.normal(size=(40, n_dims)) @ rng.normal(size=(n_dims, n_dims))
+    raw -= raw.mean(axis=0)
+    rotation = np.linalg.qr(rng.normal(size=(n_dims, n_dims)))[0]
+    x = pytensor.tensor.matrix("x")
+    whitened = pytensor.function([x], whiten(x, n_dims))
+    np.testing.assert_allclose(whitened(raw @ rotation), whitened(raw) @ rotation, atol=1e-10)
+    # the symmetric inverse square root, not any other whitening
+    values, vectors = np.linalg.eigh(np.cov(raw, rowvar=False))
+    np.testing.assert_allclose(whitened(raw), raw @ (vectors / np.sqrt(values)) @ vectors.T, atol=1e-10)
 
 
 def test_one_dimension_is_a_2pl(tiny_sim):
