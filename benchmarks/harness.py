@@ -170,6 +170,7 @@ def run_one(config: str, size: str, smoke: bool, chains: int, draws: int, tune: 
         row["divergences"] = int(stats["diverging"].sum())
         row.update(step_metrics(stats["n_steps"], row["min_bulk_ess"], wall))
         row["held_out_accuracy"] = held_out_accuracy(fit, responses, test)
+        save_fit(fit, extra.get("save_to"))
     elif config == "package_advi":
         fit = fit_posterior(train, 2, method="advi", draws=200, random_seed=1, likelihood="auto")
         wall = time.perf_counter() - start
@@ -205,6 +206,8 @@ def run_one(config: str, size: str, smoke: bool, chains: int, draws: int, tune: 
         steps = "n_steps" if "n_steps" in stats else "tree_size"
         row.update(step_metrics(stats[steps], row["min_bulk_ess"], wall))
         row["held_out_accuracy"] = held_out_accuracy(tree, responses, test)
+        kept = xr.DataTree.from_dict({"posterior": identified, "sample_stats": stats.to_dataset()})
+        save_fit(kept, extra.get("save_to"))
     elif config == "pyirt":
         row.update(
             run_pyirt(train, responses, test, extra.get("pyirt_python"), extra.get("pyirt_epochs", 5000))
@@ -218,6 +221,13 @@ def run_one(config: str, size: str, smoke: bool, chains: int, draws: int, tune: 
     row["wall_s"] = wall
     row["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     return row
+
+
+def save_fit(fit, path: Path | None) -> None:
+    """Keep a NUTS fit for later diagnosis (``--save-fits``); the harness itself needs only its row."""
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fit.to_netcdf(path, engine="h5netcdf")  # the reference fit has no provenance for save_posterior
 
 
 def time_logp_grad(train, repeats: int = 50) -> dict:
@@ -274,6 +284,9 @@ def main() -> None:
     parser.add_argument("--pyirt-python", default=None, help="Python of an environment with py-irt 0.7.0")
     parser.add_argument("--pyirt-epochs", type=int, default=5000)
     parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument(
+        "--save-fits", action="store_true", help="also write each NUTS fit to OUT/fits/SIZE_CONFIG.nc"
+    )
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.smoke:
@@ -281,6 +294,8 @@ def main() -> None:
     if args.one is not None:  # child process: one configuration, JSON on stdout
         config, size = args.one.split(":")
         extra = {"pyirt_python": args.pyirt_python, "pyirt_epochs": args.pyirt_epochs}
+        if args.save_fits:
+            extra["save_to"] = Path(args.out) / "fits" / f"{size}_{config}.nc"
         row = run_one(config, size, args.smoke, args.chains, args.draws, args.tune, **extra)
         print("HARNESS_ROW " + json.dumps(row))
         return
@@ -293,6 +308,7 @@ def main() -> None:
             command += ["--draws", str(args.draws), "--tune", str(args.tune)] + (
                 ["--smoke"] if args.smoke else []
             )
+            command += ["--out", str(out)] + (["--save-fits"] if args.save_fits else [])
             if args.pyirt_python:
                 command += ["--pyirt-python", args.pyirt_python, "--pyirt-epochs", str(args.pyirt_epochs)]
             env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}

@@ -22,6 +22,8 @@ pattern up to sign; only step 3's sign flip is applied to them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
@@ -82,11 +84,19 @@ def whitened_frame(ability: np.ndarray, loading: np.ndarray) -> tuple[np.ndarray
 
     """
     centred = ability - ability.mean(axis=0)
-    cov = np.atleast_2d(np.cov(centred, rowvar=False))
-    values, vectors = np.linalg.eigh(cov)
-    inv_sqrt = (vectors / np.sqrt(values)) @ vectors.T
-    sqrt = (vectors * np.sqrt(values)) @ vectors.T
+    sqrt, inv_sqrt = symmetric_sqrt_pair(np.atleast_2d(np.cov(centred, rowvar=False)))
     return centred @ inv_sqrt, loading @ sqrt
+
+
+def symmetric_sqrt_pair(matrix: Any, xp: Any = np) -> tuple[Any, Any]:
+    """``(M^{1/2}, M^{-1/2})``, the symmetric square roots of a positive-definite matrix.
+
+    ``xp`` is the array namespace (``numpy`` or ``jax.numpy``), so the NumPy
+    post-processing and the JAX minibatch ADVI share one definition.
+    """
+    values, vectors = xp.linalg.eigh(matrix)
+    root = xp.sqrt(values)
+    return (vectors * root) @ vectors.T, (vectors / root) @ vectors.T
 
 
 def batched_procrustes(sources: np.ndarray, target: np.ndarray) -> np.ndarray:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .identification import sign_and_order, varimax
+from .identification import sign_and_order, symmetric_sqrt_pair, varimax
 from .spec import ModelSpec, load_spec
 from .streaming import CellSource, MatrixSource, import_jax
 
@@ -261,9 +261,9 @@ def standardize_along_ridges(params: dict[str, Any], ability_sigma: float) -> di
     shift = jnp.mean(loc, axis=0)
     centred = loc - shift
     second_moment = (centred.T @ centred + jnp.diag(jnp.sum(var, axis=0))) / loc.shape[0]
-    values, vectors = jnp.linalg.eigh(second_moment)
-    whiten = ability_sigma * (vectors / jnp.sqrt(values)) @ vectors.T  # symmetric
-    unwhiten_t = (vectors * jnp.sqrt(values)) @ vectors.T / ability_sigma  # W⁻ᵀ (= W⁻¹)
+    sqrt, inv_sqrt = symmetric_sqrt_pair(second_moment, xp=jnp)
+    whiten = ability_sigma * inv_sqrt  # symmetric
+    unwhiten_t = sqrt / ability_sigma  # W⁻ᵀ (= W⁻¹)
     out = dict(params)
     out["ability_loc"] = centred @ whiten
     out["ability_log_sd"] = 0.5 * jnp.log(var @ whiten**2)
@@ -274,7 +274,8 @@ def standardize_along_ridges(params: dict[str, Any], ability_sigma: float) -> di
     out["bench_intercept_mean_loc"] = params["bench_intercept_mean_loc"] + (
         params["bench_loading_mean_loc"] @ shift
     )
-    log_scale = -0.5 * jnp.mean(jnp.log(values / ability_sigma**2))
+    n_dims = second_moment.shape[0]
+    log_scale = -0.5 * (jnp.linalg.slogdet(second_moment)[1] / n_dims - jnp.log(ability_sigma**2))
     out["bench_loading_log_spread_loc"] = params["bench_loading_log_spread_loc"] - log_scale
     return out
 
