@@ -6,6 +6,7 @@ from benchmirt_bayes.identification import (
     alignment_rotations,
     procrustes,
     sign_and_order,
+    symmetric_sqrt_pair,
     tucker_congruence,
     varimax,
     whitened_frame,
@@ -130,3 +131,13 @@ def test_whitened_frame_keeps_every_prediction_and_whitens():
     white_ability, white_loading = whitened_frame(ability, loading)
     np.testing.assert_allclose(white_ability @ white_loading.T, ability @ loading.T, atol=1e-10)
     np.testing.assert_allclose(np.cov(white_ability, rowvar=False), np.eye(2), atol=1e-10)
+
+
+def test_symmetric_sqrt_pair_squares_to_the_matrix_and_inverts_it():
+    rng = np.random.default_rng(3)
+    factor = rng.normal(size=(4, 4))
+    matrix = factor @ factor.T + 0.1 * np.eye(4)
+    sqrt, inv_sqrt = symmetric_sqrt_pair(matrix)
+    np.testing.assert_allclose(sqrt, sqrt.T, atol=1e-12)
+    np.testing.assert_allclose(sqrt @ sqrt, matrix, atol=1e-10)
+    np.testing.assert_allclose(sqrt @ inv_sqrt, np.eye(4), atol=1e-10)
