@@ -206,8 +206,9 @@ def run_one(config: str, size: str, smoke: bool, chains: int, draws: int, tune: 
         steps = "n_steps" if "n_steps" in stats else "tree_size"
         row.update(step_metrics(stats[steps], row["min_bulk_ess"], wall))
         row["held_out_accuracy"] = held_out_accuracy(tree, responses, test)
-        kept = xr.DataTree.from_dict({"posterior": identified, "sample_stats": stats.to_dataset()})
-        save_fit(kept, extra.get("save_to"))
+        if extra.get("save_to") is not None:
+            kept = xr.DataTree.from_dict({"posterior": identified, "sample_stats": stats.to_dataset()})
+            save_fit(kept, extra["save_to"])
     elif config == "pyirt":
         row.update(
             run_pyirt(train, responses, test, extra.get("pyirt_python"), extra.get("pyirt_epochs", 5000))
