@@ -1,8 +1,8 @@
 """Fit the full built-in set (100 LLMs × 34,312 items) with NUTS and print time and diagnostics.
 
-On 2 CPU cores one log density + gradient costs about 0.13 s at this size (about 10^5
-parameters), so the default run is short: 2 chains × (150 tune + 150 draws), started from an
-ADVI fit, trees capped at depth 6. On a GPU use ``benchmarks/gpu_nuts.py``. Usage:
+The defaults are the #8 target run: 4 chains × (500 tune + 1,000 draws), started from an
+ADVI fit, trees capped at depth 6, with the fused likelihood (``likelihood="auto"``), about
+50 minutes on 2 CPU cores. On a GPU use ``benchmarks/gpu_nuts.py``. Usage:
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/full_scale_nuts.py --out runs/full_nuts
 """
@@ -25,9 +25,9 @@ from benchmirt_bayes.identification import procrustes
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default="runs/full_nuts")
-    parser.add_argument("--chains", type=int, default=2)
-    parser.add_argument("--tune", type=int, default=150)
-    parser.add_argument("--draws", type=int, default=150)
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--tune", type=int, default=500)
+    parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--init", default="advi", choices=["advi", "prior"])
     parser.add_argument("--max-treedepth", type=int, default=6)
     parser.add_argument("--seed", type=int, default=1)

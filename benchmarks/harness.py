@@ -9,7 +9,8 @@ posterior's geometry, independent of code speed) over identified abilities and i
 maximum R-hat over the same, divergences, peak RSS, held-out accuracy; ratios against the reference model.
 A separate row times one log-density + gradient of the package model against a
 hand-written vectorised NumPy implementation (dense, masked) on the same data.
-The package rows use ``likelihood="auto"`` (dense on these nearly full matrices);
+The package rows use ``likelihood="auto"`` (the fused one-pass kernel on these nearly full
+matrices, dense under JAX);
 ``package_nuts_advi_init`` starts NUTS from an ADVI fit (``nuts_init="advi"``).
 
     python benchmarks/harness.py --sizes S --out benchmarks/results            # minutes

@@ -16,7 +16,7 @@ def test_variables_and_dims(tiny_sim):
     assert dims["benchmark_loading_mean"] == ("benchmark", "dimension")
     assert dims["benchmark_loading_spread"] == ("benchmark",)
     assert "subgroup_intercept_offset" in model.named_vars  # HarmBench etc. have subgroups
-    assert model.benchmirt_likelihood == "dense"  # tiny_sim is nearly full
+    assert model.benchmirt_likelihood == "fused"  # tiny_sim is nearly full
     assert model["correct"].eval().shape == tiny_sim.responses.values.shape
     cells = build_model(tiny_sim.responses, 2, likelihood="cells")
     assert cells["correct"].eval().shape == (tiny_sim.responses.n_observed,)
@@ -33,7 +33,7 @@ def test_auto_likelihood_form_follows_the_observed_share(tiny_sim):
         build_model(tiny_sim.responses, 2, likelihood="long")
 
 
-@pytest.mark.parametrize("likelihood", ["dense", "cells"])
+@pytest.mark.parametrize("likelihood", ["dense", "fused", "cells"])
 def test_likelihood_matches_a_hand_written_one(tiny_sim, likelihood):
     responses = tiny_sim.responses
     values = responses.values.copy()

@@ -1,0 +1,221 @@
+"""The dense Bernoulli-logit log-likelihood and its gradient in one cache-friendly pass.
+
+``log p(Y) = Σ_{observed ij} y_ij η_ij − softplus(η_ij)``, ``η = ability @ loading.T + intercept``.
+
+Written as a graph of array operations, this term streams several float64
+matrices of the full ``(llm, item)`` shape through memory for every gradient
+(27 MB each at the built-in 100 × 34k set): 135 ms per log density + gradient
+of the whole model with numba, and two chains on two cores slow each other
+down further, because they share the memory bandwidth. Here the responses are
+stored once as int8 (``-1`` for a missing cell), each LLM's row of logits lives
+in a scratch vector that stays in cache, and the log density and all three
+gradients come out of the same pass: 14 ms for the whole model, unchanged with
+two chains running at once.
+
+The transcendental functions are written as polynomials so that LLVM can
+vectorise the inner loop (NumPy's ``exp`` and ``log1p`` are scalar library calls
+in numba): ``exp(x)`` for ``x ≤ 0`` from a degree-14 Taylor polynomial of
+``exp(x / 64)`` squared six times (relative error below 1e-14), and
+``log1p(e)`` for ``0 ≤ e ≤ 1`` as ``2 atanh(e / (2 + e))`` from its series
+(18 terms: absolute error below 1e-17). ``|η|`` is capped at 40 inside the
+exponential, which changes ``softplus`` and the sigmoid by less than 5e-18.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.gradient import DisconnectedType
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.link.numba.dispatch import numba_funcify
+
+MISSING = -1
+"""Code of an unobserved cell in the int8 response matrix."""
+
+ETA_CAP = 40.0
+"""Above this ``|η|``, ``exp(-|η|)`` is taken as ``exp(-40)`` (below 5e-18)."""
+
+_JIT = {"fastmath": True, "error_model": "numpy", "cache": True}
+# error_model="numpy": without it every division checks for zero and the loop is not vectorised
+
+
+@numba.njit(inline="always", **_JIT)
+def _exp_nonpositive(x: float) -> float:
+    """``exp(x)`` for ``-40 ≤ x ≤ 0``."""
+    z = x * (1.0 / 64.0)
+    p = 1.0 / 87178291200.0
+    p = p * z + 1.0 / 6227020800.0
+    p = p * z + 1.0 / 479001600.0
+    p = p * z + 1.0 / 39916800.0
+    p = p * z + 1.0 / 3628800.0
+    p = p * z + 1.0 / 362880.0
+    p = p * z + 1.0 / 40320.0
+    p = p * z + 1.0 / 5040.0
+    p = p * z + 1.0 / 720.0
+    p = p * z + 1.0 / 120.0
+    p = p * z + 1.0 / 24.0
+    p = p * z + 1.0 / 6.0
+    p = p * z + 0.5
+    p = p * z + 1.0
+    p = p * z + 1.0
+    p = p * p
+    p = p * p
+    p = p * p
+    p = p * p
+    p = p * p
+    return p * p
+
+
+@numba.njit(inline="always", **_JIT)
+def _log1p_unit(e: float) -> float:
+    """``log(1 + e)`` for ``0 ≤ e ≤ 1``."""
+    s = e / (2.0 + e)
+    s2 = s * s
+    q = 1.0 / 37.0
+    for m in range(17, -1, -1):
+        q = q * s2 + 1.0 / (2 * m + 1)
+    return 2.0 * s * q
+
+
+@numba.njit(**_JIT)
+def loglik_and_grad(
+    responses: np.ndarray, ability: np.ndarray, loading: np.ndarray, intercept: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """Log-likelihood of ``responses`` and its gradients with respect to the three parameters.
+
+    Parameters
+    ----------
+    responses
+        ``(n_llm, n_item)`` int8: 1 correct, 0 wrong, ``MISSING`` (-1) unobserved.
+    ability
+        ``(n_llm, n_dim)``.
+    loading
+        ``(n_item, n_dim)``.
+    intercept
+        ``(n_item,)``.
+
+    Returns
+    -------
+    tuple
+        The log-likelihood and its gradients, shaped like ``ability``,
+        ``loading`` and ``intercept``.
+
+    """
+    n_llm, n_item = responses.shape
+    n_dim = ability.shape[1]
+    loading_rows = np.ascontiguousarray(loading.T)
+    grad_ability = np.zeros((n_llm, n_dim))
+    grad_loading_rows = np.zeros((n_dim, n_item))
+    grad_intercept = np.zeros(n_item)
+    eta = np.empty(n_item)
+    residual = np.empty(n_item)
+    total = 0.0
+    for i in range(n_llm):
+        for k in range(n_item):
+            eta[k] = intercept[k]
+        for d in range(n_dim):
+            theta = ability[i, d]
+            row = loading_rows[d]
+            for k in range(n_item):
+                eta[k] += row[k] * theta
+        answers = responses[i]
+        for k in range(n_item):
+            y = answers[k]
+            x = eta[k]
+            e = _exp_nonpositive(-min(max(x, -x), ETA_CAP))
+            softplus = max(x, 0.0) + _log1p_unit(e)
+            p = 1.0 / (1.0 + e)
+            sigmoid = p if x >= 0.0 else e * p
+            observed = y >= 0
+            total += (y * x - softplus) if observed else 0.0
+            r = (y - sigmoid) if observed else 0.0
+            residual[k] = r
+            grad_intercept[k] += r
+        for d in range(n_dim):
+            theta = ability[i, d]
+            row = loading_rows[d]
+            grad_row = grad_loading_rows[d]
+            acc = 0.0
+            for k in range(n_item):
+                r = residual[k]
+                grad_row[k] += r * theta
+                acc += r * row[k]
+            grad_ability[i, d] = acc
+    return total, grad_ability, np.ascontiguousarray(grad_loading_rows.T), grad_intercept
+
+
+def encode_responses(values: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """The int8 matrix :func:`loglik_and_grad` reads: 0/1 where observed, ``MISSING`` elsewhere."""
+    return np.where(observed, values, MISSING).astype(np.int8)
+
+
+class FusedBernoulliLogit(Op):
+    """PyTensor Op: ``(responses, ability, loading, intercept) ↦ (loglik, three gradients)``.
+
+    Only the first output is meant to be used; its gradient is read off the
+    other three outputs of the same node, so a compiled log density + gradient
+    runs the kernel once. Runs natively in the numba back end (nutpie) and
+    through :meth:`perform` in the C and Python back ends (PyMC's NUTS, ADVI).
+    There is no JAX implementation: the JAX samplers use the ``"dense"`` form.
+    """
+
+    __props__ = ()
+
+    def make_node(self, responses, ability, loading, intercept) -> Apply:
+        """Check the inputs; the outputs are a float64 scalar and three gradients."""
+        responses = pt.as_tensor_variable(responses)
+        ability, loading, intercept = (
+            pt.as_tensor_variable(x).astype("float64") for x in (ability, loading, intercept)
+        )
+        if responses.dtype != "int8" or responses.ndim != 2:
+            raise TypeError("responses must be a 2-d int8 tensor")
+        if (ability.ndim, loading.ndim, intercept.ndim) != (2, 2, 1):
+            raise TypeError("ability and loading must be 2-d, intercept 1-d")
+        outputs = [pt.dscalar(), ability.type(), loading.type(), intercept.type()]
+        return Apply(self, [responses, ability, loading, intercept], outputs)
+
+    def perform(self, node, inputs, output_storage) -> None:
+        """Run the kernel (C and Python back ends)."""
+        responses, ability, loading, intercept = inputs
+        total, g_ability, g_loading, g_intercept = loglik_and_grad(responses, ability, loading, intercept)
+        output_storage[0][0] = np.asarray(total)
+        output_storage[1][0] = g_ability
+        output_storage[2][0] = g_loading
+        output_storage[3][0] = g_intercept
+
+    def infer_shape(self, node, input_shapes):
+        """A scalar, then the shapes of ability, loading and intercept."""
+        return [(), input_shapes[1], input_shapes[2], input_shapes[3]]
+
+    def connection_pattern(self, node):
+        """The responses are data: no output depends differentiably on them."""
+        return [[False] * 4] + [[True] * 4] * 3
+
+    def pullback(self, inputs, outputs, cotangents):
+        """The log-likelihood's gradient: the node's own gradient outputs, scaled."""
+        if any(not isinstance(g.type, DisconnectedType) for g in cotangents[1:]):
+            raise NotImplementedError("FusedBernoulliLogit has no second derivatives")
+        upstream = cotangents[0]
+        return [DisconnectedType()()] + [upstream * g for g in outputs[1:]]
+
+
+fused_bernoulli_logit = FusedBernoulliLogit()
+
+
+@numba_funcify.register(FusedBernoulliLogit)
+def _numba_funcify_fused(op, node=None, **kwargs):
+    @numba.njit
+    def fused(responses, ability, loading, intercept):
+        total, g_ability, g_loading, g_intercept = loglik_and_grad(responses, ability, loading, intercept)
+        return np.asarray(total), g_ability, g_loading, g_intercept
+
+    return fused
+
+
+def fused_loglik(
+    responses: pt.TensorLike, ability: pt.TensorLike, loading: pt.TensorLike, intercept: pt.TensorLike
+) -> pt.TensorVariable:
+    """The log-likelihood as a scalar PyTensor expression with a one-pass gradient."""
+    return fused_bernoulli_logit(responses, ability, loading, intercept)[0]

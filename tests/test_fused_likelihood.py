@@ -1,0 +1,89 @@
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from scipy.special import expit
+
+from benchmirt_bayes import build_model
+from benchmirt_bayes.fused_likelihood import MISSING, encode_responses, fused_loglik, loglik_and_grad
+from benchmirt_bayes.model import resolve_likelihood
+
+
+def _reference(y, ability, loading, intercept):
+    eta = ability @ loading.T + intercept
+    observed = y != MISSING
+    logp = np.sum(np.where(observed, y * eta - np.logaddexp(0, eta), 0.0))
+    residual = np.where(observed, y - expit(eta), 0.0)
+    return logp, residual @ loading, residual.T @ ability, residual.sum(axis=0)
+
+
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+def test_kernel_matches_numpy_including_missing_cells_and_extreme_logits(n_dims):
+    rng = np.random.default_rng(n_dims)
+    values = rng.integers(0, 2, size=(30, 257)).astype(float)
+    observed = rng.random(values.shape) > 0.2
+    y = encode_responses(values, observed)
+    assert set(np.unique(y)) == {MISSING, 0, 1}
+    ability = rng.normal(0, 3, size=(30, n_dims))
+    loading = rng.normal(0, 4, size=(257, n_dims))
+    intercept = rng.normal(0, 10, size=257)
+    intercept[:5] = [60.0, -60.0, 39.9, -40.1, 0.0]  # beyond the cap of the exponential
+    expected = _reference(y, ability, loading, intercept)
+    got = loglik_and_grad(y, ability, loading, intercept)
+    assert got[0] == pytest.approx(expected[0], rel=1e-12)
+    for g, e in zip(got[1:], expected[1:], strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "FAST_RUN"])
+def test_op_gradient_in_numba_and_c_back_ends(mode):
+    rng = np.random.default_rng(0)
+    y = encode_responses(rng.integers(0, 2, size=(8, 11)), rng.random((8, 11)) > 0.1)
+    ability, loading, intercept = pt.dmatrix("ability"), pt.dmatrix("loading"), pt.dvector("intercept")
+    inputs = [ability, loading, intercept]
+    # a function of the parameters upstream of the Op, so the chain rule is exercised too
+    logp = fused_loglik(y, 2.0 * ability, pt.exp(loading), intercept**2)
+    fn = pytensor.function(inputs, [logp, *pytensor.grad(logp, inputs)], mode=mode)
+    point = [rng.normal(size=(8, 2)), rng.normal(size=(11, 2)) * 0.3, rng.normal(size=11)]
+    value, *grads = fn(*point)
+    ref, ga, gl, gb = _reference(y, 2.0 * point[0], np.exp(point[1]), point[2] ** 2)
+    assert value == pytest.approx(ref, rel=1e-12)
+    np.testing.assert_allclose(grads[0], 2.0 * ga, rtol=1e-10)
+    np.testing.assert_allclose(grads[1], gl * np.exp(point[1]), rtol=1e-10)
+    np.testing.assert_allclose(grads[2], gb * 2 * point[2], rtol=1e-10)
+    with pytest.raises(NotImplementedError, match="second derivatives"):
+        pytensor.grad(pytensor.grad(logp, intercept).sum(), intercept)
+
+
+def test_fused_model_has_the_dense_models_log_density_and_gradient(tiny_sim):
+    values = tiny_sim.responses.values.copy()
+    values[np.random.default_rng(2).random(values.shape) < 0.1] = np.nan
+    responses = tiny_sim.responses.with_values(values)
+    dense = build_model(responses, 2, likelihood="dense")
+    fused = build_model(responses, 2, likelihood="fused")
+    assert fused.benchmirt_likelihood == "fused"
+    point = dense.initial_point(random_seed=1)
+    rng = np.random.default_rng(0)
+    point = {k: v + rng.normal(0, 0.3, size=np.shape(v)) for k, v in point.items()}
+    results = []
+    for model in (dense, fused):
+        logp = model.logp()
+        fn = pytensor.function(model.value_vars, [logp, *pytensor.grad(logp, model.value_vars)])
+        results.append(fn(*[point[v.name] for v in model.value_vars]))
+    for d, f in zip(*results, strict=True):
+        np.testing.assert_allclose(f, d, rtol=1e-9, atol=1e-9)
+    draw = pm.draw(fused["correct"], random_seed=1)  # prior predictive responses
+    assert draw.shape == responses.values.shape and set(np.unique(draw)) <= {0, 1}
+
+
+def test_auto_resolves_to_fused_or_dense_for_jax(tiny_sim):
+    responses = tiny_sim.responses
+    assert resolve_likelihood(responses, "auto") == "fused"
+    assert resolve_likelihood(responses, "auto", jax=True) == "dense"
+    assert resolve_likelihood(responses, "cells", jax=True) == "cells"
+    with pytest.raises(ValueError, match="no JAX implementation"):
+        resolve_likelihood(responses, "fused", jax=True)
+    values = responses.values.copy()
+    values[np.random.default_rng(0).random(values.shape) < 0.6] = np.nan
+    assert resolve_likelihood(responses.with_values(values), "auto") == "cells"
