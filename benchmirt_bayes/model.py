@@ -187,10 +187,10 @@ def build_model(
         Python back ends; not JAX). At the built-in 100 × 34k set, one log
         density + gradient of the whole model costs 14 ms fused against 135 ms
         dense (numba back end, one thread), and two chains on two cores do not
-        slow each other down. ``"auto"``:
-        fused when at least half the cells are observed, else cells. The
-        default is ``"cells"``, the form every calibrated test and reference
-        result was produced with.
+        slow each other down. ``"auto"``: fused when at least half the cells
+        are observed, else cells (:func:`resolve_likelihood`). The default is
+        ``"cells"``, the form every calibrated test and reference result was
+        produced with.
 
     Returns
     -------
@@ -287,14 +287,15 @@ def build_model(
             intercept = pm.Normal("intercept", int_centre, int_spread[bench], dims=ITEM_DIM)
 
         # --------------------------------------------------------- likelihood
-        logits = ability @ loading.T + intercept[None, :]
-        if likelihood == "cells":
-            observed_logits = logits.ravel()[index.observed_flat]
-            pm.Bernoulli("correct", logit_p=observed_logits, observed=index.observed_values, dims="cell")
-        elif likelihood == "dense":
-            _dense_bernoulli("correct", logits, responses.observed, responses.values)
-        else:
+        if likelihood == "fused":
             _fused_bernoulli("correct", ability, loading, intercept, responses)
+        else:
+            logits = ability @ loading.T + intercept[None, :]
+            if likelihood == "cells":
+                observed_logits = logits.ravel()[index.observed_flat]
+                pm.Bernoulli("correct", logit_p=observed_logits, observed=index.observed_values, dims="cell")
+            else:
+                _dense_bernoulli("correct", logits, responses.observed, responses.values)
     model.benchmirt_likelihood = likelihood
     model.benchmirt_anchors = anchors  # which units fix the rotation (None: post-hoc alignment only)
     return model
