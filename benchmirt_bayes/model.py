@@ -356,6 +356,11 @@ def whiten(x: pt.TensorVariable, n_cols: int | None = None) -> pt.TensorVariable
     return x @ z / pt.sqrt(scale)
 
 
+def _draw_bernoulli_logit(eta: np.ndarray, rng: np.random.Generator, size) -> np.ndarray:
+    """Responses drawn from Bernoulli(sigmoid(eta)), as int8 (the random method of both matrix forms)."""
+    return rng.binomial(1, 1 / (1 + np.exp(-eta)), size=size).astype(np.int8)
+
+
 def _dense_bernoulli(
     name: str, logits: pt.TensorVariable, observed: np.ndarray, values: np.ndarray
 ) -> pt.TensorVariable:
@@ -367,7 +372,7 @@ def _dense_bernoulli(
         return pt.switch(mask, value * eta - pt.softplus(eta), 0.0)
 
     def random(eta: np.ndarray, rng: np.random.Generator, size: tuple[int, ...]) -> np.ndarray:
-        return rng.binomial(1, 1 / (1 + np.exp(-eta)), size=size).astype(np.int8)
+        return _draw_bernoulli_logit(eta, rng, size)
 
     return pm.CustomDist(
         name, logits, logp=logp, random=random, observed=filled, dims=(LLM_DIM, ITEM_DIM), dtype="int8"
@@ -391,8 +396,7 @@ def _fused_bernoulli(
 
     def random(ability, loading, intercept, rng, size):
         eta = ability @ loading.T + intercept
-        shape = (*(size or ()), *eta.shape)  # size is the batch shape only
-        return rng.binomial(1, 1 / (1 + np.exp(-eta)), size=shape).astype(np.int8)
+        return _draw_bernoulli_logit(eta, rng, (*(size or ()), *eta.shape))  # size: batch shape only
 
     return pm.CustomDist(
         name,
