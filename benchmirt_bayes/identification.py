@@ -180,9 +180,15 @@ def alignment_rotations(
 
 def _initial_pivot(loadings: np.ndarray) -> np.ndarray:
     """Varimax of the draw whose loadings are closest to the median draw's norm profile."""
-    norms = np.linalg.norm(loadings, axis=2)  # rotation invariant
-    median = np.median(norms, axis=0)
-    best = int(np.argmin(((norms - median) ** 2).sum(axis=1)))
+    # written to need one (S, items) array and no more: at the full built-in scale a
+    # (S, items, K) temporary is 2.2 GB
+    norms = np.sqrt(np.einsum("sik,sik->si", loadings, loadings))  # rotation invariant
+    block = 4096
+    median = np.concatenate(
+        [np.median(norms[:, i : i + block], axis=0) for i in range(0, norms.shape[1], block)]
+    )
+    distance = np.einsum("si,si->s", norms, norms) - 2 * norms @ median + median @ median
+    best = int(np.argmin(distance))
     draw = loadings[best]
     return draw @ varimax(draw)
 

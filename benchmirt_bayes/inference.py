@@ -23,6 +23,7 @@ from benchmirt_bayes.batch import ExecutorArg, run_batch
 from benchmirt_bayes.errors import MissingExtraError
 from benchmirt_bayes.identification import alignment_rotations
 from benchmirt_bayes.model import build_model, resolve_likelihood
+from benchmirt_bayes.nutpie_run import sample_nutpie
 from benchmirt_bayes.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
 from benchmirt_bayes.spec import ModelSpec, load_spec
 
@@ -403,28 +404,41 @@ def _run_nuts(
     progressbar: bool,
     initvals: dict[str, np.ndarray] | None = None,
 ) -> tuple[xr.Dataset, xr.Dataset]:
+    # only what the fit keeps: at L the sampler's raw and z-scored copies would double
+    # the trace (4 chains × 1,000 draws × 10^5 quantities is 3.3 GB per copy)
+    var_names = [name for name in KEPT_VARIABLES if name in model.named_vars]
+    cores = min(settings.chains, os.cpu_count() or 1)
+    if settings.sampler == "nutpie":
+        return sample_nutpie(
+            model,
+            var_names,
+            draws=settings.draws,
+            tune=settings.tune,
+            chains=settings.chains,
+            cores=cores,
+            seed=seed,
+            target_accept=settings.target_accept,
+            max_treedepth=settings.max_treedepth,
+            initvals=initvals,
+            progressbar=progressbar,
+        )
     kwargs: dict[str, Any] = {"initvals": initvals}
     nuts: dict[str, Any] = {"max_treedepth": settings.max_treedepth}
     if settings.sampler == "numpyro":
         nuts = {"chain_method": "vectorized", "max_tree_depth": settings.max_treedepth}
     if initvals is not None:
-        # the chains start at the ADVI mean itself: a unit jitter in the unconstrained
-        # space would throw them far outside a posterior this concentrated
-        if settings.sampler == "nutpie":
-            kwargs["compile_kwargs"] = {"jitter_rvs": set()}
-        elif settings.sampler == "numpyro":
+        # start at the ADVI mean itself, without the usual unit jitter (see sample_nutpie)
+        if settings.sampler == "numpyro":
             nuts["jitter"] = False
         else:
             kwargs["init"] = "adapt_diag"
     with model:
         tree = pm.sample(
-            # only what the fit keeps: at L the sampler's raw and z-scored copies would
-            # double the trace (4 chains × 1,000 draws × 10^5 quantities is 3.3 GB per copy)
-            var_names=[name for name in KEPT_VARIABLES if name in model.named_vars],
+            var_names=var_names,
             draws=settings.draws,
             tune=settings.tune,
             chains=settings.chains,
-            cores=min(settings.chains, os.cpu_count() or 1),
+            cores=cores,
             random_seed=seed,
             nuts_sampler=settings.sampler,
             target_accept=settings.target_accept,
@@ -456,7 +470,18 @@ def identify_posterior(
 
     Abilities, loadings and benchmark mean loadings are multiplied by the same
     matrix per draw; the LKJ correlation transforms as ``Rᵀ C R``. Adds
-    ``difficulty`` and ``mdisc``.
+    ``difficulty`` and ``mdisc``. ``posterior`` itself is not changed.
+    """
+    return _identify_in_place(posterior.copy(deep=True), rotate=rotate, reference=reference)
+
+
+def _identify_in_place(
+    posterior: xr.Dataset, *, rotate: bool, reference: np.ndarray | None = None
+) -> xr.Dataset:
+    """:func:`identify_posterior` that overwrites ``posterior``'s arrays.
+
+    At the full built-in scale a rotated copy of the loadings is 2.2 GB, so the
+    assembly of a fit, which owns its draws, rotates them where they are.
     """
     n_chain, n_draw = posterior.sizes["chain"], posterior.sizes["draw"]
     loading = posterior["loading"].transpose("chain", "draw", ITEM_DIM, "dimension").values
@@ -464,22 +489,34 @@ def identify_posterior(
     flat = loading.reshape(n_chain * n_draw, -1, k)
     rotations = alignment_rotations(flat, rotate=rotate, reference=reference)
     rotations = rotations.reshape(n_chain, n_draw, k, k)
-    out = posterior.copy()
     for name in ROTATED_VARIABLES:
-        if name in out:
-            var = out[name]
+        if name in posterior:
+            var = posterior[name]
             other = [d for d in var.dims if d not in ("chain", "draw", "dimension")]
             values = var.transpose("chain", "draw", *other, "dimension").values
-            rotated = np.einsum("cd...k,cdkl->cd...l", values, rotations)
-            out[name] = (("chain", "draw", *other, "dimension"), rotated)
-    if "ability_correlation" in out:
-        corr = out["ability_correlation"].transpose("chain", "draw", "dimension", "dimension_b")
+            _rotate_draws(values, rotations)
+            posterior[name] = (("chain", "draw", *other, "dimension"), values)
+    if "ability_correlation" in posterior:
+        corr = posterior["ability_correlation"].transpose("chain", "draw", "dimension", "dimension_b")
         rotated = np.einsum("cdka,cdkl,cdlb->cdab", rotations, corr.values, rotations)
-        out["ability_correlation"] = (("chain", "draw", "dimension", "dimension_b"), rotated)
-    mdisc = np.sqrt((out["loading"] ** 2).sum("dimension"))
-    out["mdisc"] = mdisc
-    out["difficulty"] = -out["intercept"] / mdisc
-    return out
+        posterior["ability_correlation"] = (("chain", "draw", "dimension", "dimension_b"), rotated)
+    loading = posterior["loading"]
+    values = loading.values
+    mdisc = np.sqrt(np.einsum("...k,...k->...", values, values))  # no squared copy
+    mdisc_dims = [d for d in loading.dims if d != "dimension"]
+    posterior["mdisc"] = (mdisc_dims, mdisc)
+    intercept = posterior["intercept"].transpose(*mdisc_dims).values
+    difficulty = intercept / mdisc
+    posterior["difficulty"] = (mdisc_dims, np.negative(difficulty, out=difficulty))
+    return posterior
+
+
+def _rotate_draws(values: np.ndarray, rotations: np.ndarray, block: int = 64) -> None:
+    """``values[c, d] ← values[c, d] @ rotations[c, d]`` in place, a block of draws at a time."""
+    for chain in range(values.shape[0]):
+        for start in range(0, values.shape[1], block):
+            part = values[chain, start : start + block]
+            part[...] = np.einsum("d...k,dkl->d...l", part, rotations[chain, start : start + block])
 
 
 # ----------------------------------------------------------------- assembly
@@ -489,7 +526,11 @@ def assemble_posterior(
     raw_fits: list[RawFit],
     random_seed: int,
 ) -> xr.DataTree:
-    """Concatenate restarts, identify, and attach data, stats and provenance."""
+    """Concatenate restarts, identify, and attach data, stats and provenance.
+
+    The raw fits are consumed: a single restart's draws become the posterior's
+    arrays and are identified in place, without a copy.
+    """
     posteriors, stats, elbos, restart_of_chain = [], [], [], []
     offset = 0
     for index, raw in enumerate(raw_fits):
@@ -501,10 +542,11 @@ def assemble_posterior(
         if raw.elbo is not None:
             elbos.append(raw.elbo.expand_dims(restart=[index]))
         offset += n_chain
-    posterior = xr.concat(posteriors, dim="chain")
+    # one restart: its draws are used as they are (no concatenated copy) and identified in place
+    posterior = xr.concat(posteriors, dim="chain") if len(posteriors) > 1 else posteriors[0]
     sample_stats = xr.concat(stats, dim="chain") if any(s.data_vars for s in stats) else stats[0]
     spec = settings.spec
-    posterior = identify_posterior(posterior, rotate=not spec.is_confirmatory)
+    posterior = _identify_in_place(posterior, rotate=not spec.is_confirmatory)
     restart_coord = ("chain", np.asarray(restart_of_chain))
     posterior = posterior.assign_coords(restart=restart_coord)
     if "chain" in sample_stats.dims:

@@ -68,7 +68,9 @@ def test_alignment_undoes_per_draw_rotations_and_keeps_every_prediction():
         }
     )
     before = np.einsum("cdjk,cdik->cdji", ability, loading)
+    raw_loading = loading.copy()
     aligned = identify_posterior(posterior, rotate=True)
+    np.testing.assert_array_equal(posterior["loading"].values, raw_loading)  # input untouched
     after = np.einsum("cdjk,cdik->cdji", aligned["ability"].values, aligned["loading"].values)
     assert np.max(np.abs(after - before)) < 1e-8  # every predicted logit unchanged
     # draws now agree with each other (small spread) and with the truth up to sign/order
@@ -78,6 +80,9 @@ def test_alignment_undoes_per_draw_rotations_and_keeps_every_prediction():
     congruence = np.abs(tucker_congruence(mean, truth_loading @ sign_and_order(truth_loading)))
     assert congruence.min() > 0.99
     np.testing.assert_allclose(aligned["mdisc"].values, np.linalg.norm(loading, axis=-1))
+    np.testing.assert_allclose(
+        aligned["difficulty"].values, -posterior["intercept"].values / aligned["mdisc"].values
+    )
 
 
 def test_sign_convention_makes_defining_items_positive():

@@ -202,6 +202,12 @@ def test_nuts_from_advi_with_capped_trees(tiny_sim):
         progressbar=False,
     )
     assert "elbo" in fit.children  # the initialising ADVI run is kept
-    assert int(fit["sample_stats"]["n_steps"].max()) <= 2**3 - 1
+    stats = fit["sample_stats"]
+    assert int(stats["n_steps"].max()) <= 2**3 - 1
+    # nutpie's trace went through a store on disk: only per-draw statistics come back,
+    # with the model's own labels and NumPy (not StringDType) coordinates
+    assert all(set(var.dims) == {"chain", "draw"} for var in stats.data_vars.values())
+    assert list(fit["posterior"]["item"].values) == list(tiny_sim.responses.data["item"].values)
+    assert fit["posterior"]["item"].dtype.kind == "U"
     settings, _, _ = fit_settings_from_attrs(fit)
     assert settings.nuts_init == "advi" and settings.max_treedepth == 3
