@@ -502,7 +502,8 @@ def _identify_in_place(
         posterior["ability_correlation"] = (("chain", "draw", "dimension", "dimension_b"), rotated)
     loading = posterior["loading"]
     values = loading.values
-    mdisc = np.sqrt(np.einsum("...k,...k->...", values, values))  # no squared copy
+    mdisc = np.einsum("...k,...k->...", values, values)  # no squared copy of the loadings
+    np.sqrt(mdisc, out=mdisc)
     mdisc_dims = [d for d in loading.dims if d != "dimension"]
     posterior["mdisc"] = (mdisc_dims, mdisc)
     intercept = posterior["intercept"].transpose(*mdisc_dims).values
