@@ -407,20 +407,17 @@ def _run_nuts(
     # only what the fit keeps: at L the sampler's raw and z-scored copies would double
     # the trace (4 chains × 1,000 draws × 10^5 quantities is 3.3 GB per copy)
     var_names = [name for name in KEPT_VARIABLES if name in model.named_vars]
-    cores = min(settings.chains, os.cpu_count() or 1)
+    common: dict[str, Any] = {
+        "draws": settings.draws,
+        "tune": settings.tune,
+        "chains": settings.chains,
+        "cores": min(settings.chains, os.cpu_count() or 1),
+        "target_accept": settings.target_accept,
+        "progressbar": progressbar,
+    }
     if settings.sampler == "nutpie":
         return sample_nutpie(
-            model,
-            var_names,
-            draws=settings.draws,
-            tune=settings.tune,
-            chains=settings.chains,
-            cores=cores,
-            seed=seed,
-            target_accept=settings.target_accept,
-            max_treedepth=settings.max_treedepth,
-            initvals=initvals,
-            progressbar=progressbar,
+            model, var_names, seed=seed, max_treedepth=settings.max_treedepth, initvals=initvals, **common
         )
     kwargs: dict[str, Any] = {"initvals": initvals}
     nuts: dict[str, Any] = {"max_treedepth": settings.max_treedepth}
@@ -435,16 +432,11 @@ def _run_nuts(
     with model:
         tree = pm.sample(
             var_names=var_names,
-            draws=settings.draws,
-            tune=settings.tune,
-            chains=settings.chains,
-            cores=cores,
             random_seed=seed,
             nuts_sampler=settings.sampler,
-            target_accept=settings.target_accept,
-            progressbar=progressbar,
             compute_convergence_checks=False,
             nuts=nuts,
+            **common,
             **kwargs,
         )
     return tree["posterior"].to_dataset(), tree["sample_stats"].to_dataset()
@@ -494,6 +486,7 @@ def _identify_in_place(
             var = posterior[name]
             other = [d for d in var.dims if d not in ("chain", "draw", "dimension")]
             values = var.transpose("chain", "draw", *other, "dimension").values
+            values = np.require(values, requirements="W")  # pm.sample's traces can be read-only
             _rotate_draws(values, rotations)
             posterior[name] = (("chain", "draw", *other, "dimension"), values)
     if "ability_correlation" in posterior:

@@ -6,8 +6,9 @@ and then converts it to NumPy: at the full built-in scale (4 chains × 1,000 dra
 whatever ``var_names`` says, came to about 12 GB before any post-processing. Here
 nutpie writes its draws to a temporary Zarr store on disk instead; only the variables
 the fit keeps, and the per-draw sampler statistics, are read back, once, and the store
-is deleted. The store takes about twice the kept draws' size on disk while it exists
-(nutpie also writes the unconstrained position of every draw), under ``TMPDIR``.
+is deleted. While it exists the store takes about 2.5 times the kept draws' size on disk,
+under ``TMPDIR`` (8 GB at L): nutpie also writes the free variables, such as ``loading_z``,
+and the warm-up draws.
 """
 
 from __future__ import annotations
@@ -80,8 +81,8 @@ def sample_nutpie(
         )
         posterior = trace["posterior"].to_dataset()[list(var_names)].load()
         stats = trace["sample_stats"].to_dataset()
-        # the store also holds per-draw vectors as long as the trace (the unconstrained
-        # position, twice); the fit keeps the per-draw scalars
+        # the statistics may include per-draw vectors as long as the trace (the
+        # unconstrained position); the fit keeps the per-draw scalars
         per_draw = [name for name, var in stats.data_vars.items() if set(var.dims) == {"chain", "draw"}]
         stats = stats[per_draw].load()
         trace.close()

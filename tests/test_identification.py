@@ -11,7 +11,7 @@ from benchmirt_bayes.identification import (
     varimax,
     whitened_frame,
 )
-from benchmirt_bayes.inference import identify_posterior
+from benchmirt_bayes.inference import _identify_in_place, identify_posterior
 
 
 def random_orthogonal(k, rng):
@@ -83,6 +83,27 @@ def test_alignment_undoes_per_draw_rotations_and_keeps_every_prediction():
     np.testing.assert_allclose(
         aligned["difficulty"].values, -posterior["intercept"].values / aligned["mdisc"].values
     )
+
+
+def test_in_place_identification_matches_the_copying_one_even_on_read_only_draws():
+    import xarray as xr
+
+    rng = np.random.default_rng(4)
+    loading = rng.normal(size=(2, 30, 50, 2))
+    ability = rng.normal(size=(2, 30, 20, 2))
+    loading.setflags(write=False)  # as pm.sample's PyMC and numpyro traces can come back
+    posterior = xr.Dataset(
+        {
+            "loading": (("chain", "draw", "item", "dimension"), loading),
+            "ability": (("chain", "draw", "llm", "dimension"), ability),
+            "intercept": (("chain", "draw", "item"), rng.normal(size=(2, 30, 50))),
+        }
+    )
+    copied = identify_posterior(posterior, rotate=True)
+    in_place = _identify_in_place(posterior.copy(), rotate=True)
+    xr.testing.assert_allclose(copied, in_place)
+    assert np.shares_memory(in_place["ability"].values, ability)  # rotated where it lay
+    assert not np.shares_memory(in_place["loading"].values, loading)  # read-only: copied
 
 
 def test_sign_convention_makes_defining_items_positive():
