@@ -10,7 +10,8 @@ name                            dims                        meaning
 ``ability``                     (llm, dimension)            LLM abilities (whitened: see below)
 ``loading``                     (item, dimension)           item slopes (discriminations)
 ``intercept``                   (item,)                     item intercepts
-``benchmark_loading_mean``      (benchmark, dimension)      pooled mean loading vector
+``benchmark_loading_mean``      (benchmark, dimension)      pooled mean loading vector (with
+                                                            ``zero_sum``: its items' average)
 ``benchmark_loading_spread``    (benchmark,)                item spread around it
 ``benchmark_intercept_mean``    (benchmark,)                pooled mean intercept
 ``benchmark_intercept_spread``  (benchmark,)                item spread around it
@@ -254,6 +255,10 @@ def build_model(
         scale = load_spread[bench][:, None] * pattern_t[bench]
         if ld["noncentered"]:
             z = pm.Normal("loading_z", 0.0, 1.0, dims=(ITEM_DIM, "dimension"))
+            if ld["zero_sum"]:
+                # deviations sum to zero within each benchmark: the benchmark mean is then
+                # its items' average loading, with no ridge against all of their z-scores
+                z = z - _group_means(z, bench, len(index.benchmarks))[bench]
             loading = centre + scale * z
         else:
             free = pm.Normal("loading_free", centre, pt.maximum(scale, 1e-6), dims=(ITEM_DIM, "dimension"))
@@ -273,9 +278,7 @@ def build_model(
                 "subgroup_intercept_offset_raw", 0.0, ic["subgroup_sigma"], dims="subgroup_key"
             )
             bench_of_key = np.asarray(index.benchmark_of_subgroup)
-            key_counts = np.bincount(bench_of_key, minlength=len(index.benchmarks))
-            group_mean = pt.zeros(len(index.benchmarks))
-            group_mean = pt.inc_subtensor(group_mean[bench_of_key], raw_offset) / key_counts
+            group_mean = _group_means(raw_offset, bench_of_key, len(index.benchmarks))
             offset = pm.Deterministic(
                 "subgroup_intercept_offset", raw_offset - group_mean[bench_of_key], dims="subgroup_key"
             )
@@ -319,6 +322,15 @@ def resolve_likelihood(responses: ResponseMatrix, likelihood: str, *, jax: bool 
 
 
 WHITENING_ITERATIONS = 24
+
+
+def _group_means(values: pt.TensorVariable, group: np.ndarray, n_groups: int) -> pt.TensorVariable:
+    """Mean of ``values`` (rows, ...) over the rows of each group; ``group[row]`` is its group."""
+    group = np.asarray(group)
+    counts = np.bincount(group, minlength=n_groups).astype(float)
+    counts = counts.reshape((n_groups,) + (1,) * (values.ndim - 1))
+    sums = pt.zeros((n_groups, *[values.shape[i] for i in range(1, values.ndim)]))
+    return pt.inc_subtensor(sums[group], values) / np.maximum(counts, 1.0)
 
 
 def whiten(x: pt.TensorVariable, n_cols: int | None = None) -> pt.TensorVariable:

@@ -23,7 +23,12 @@ DEFAULT_SPEC = "exploratory"
 
 _SECTIONS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "ability": {"sigma": (int, float), "correlation": str, "lkj_eta": (int, float)},
-    "loading": {"mean_sigma": (int, float), "spread_sigma": (int, float), "noncentered": bool},
+    "loading": {
+        "mean_sigma": (int, float),
+        "spread_sigma": (int, float),
+        "noncentered": bool,
+        "zero_sum": bool,
+    },
     "intercept": {
         "mean_mu": (int, float),
         "mean_sigma": (int, float),
@@ -34,6 +39,9 @@ _SECTIONS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "confirmatory": {"dimensions": list, "pattern": dict},
     "identification": {"anchors": (str, list)},
 }
+# fields a spec may leave out, with the value that applies then (older specs, e.g. those
+# stored in the attrs of earlier fits, predate them)
+_OPTIONAL: dict[str, dict[str, Any]] = {"loading": {"zero_sum": False}}
 
 
 @dataclass(frozen=True)
@@ -56,7 +64,7 @@ class ModelSpec:
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __getitem__(self, section: str) -> dict[str, Any]:
-        return self.settings[section]
+        return {**_OPTIONAL.get(section, {}), **self.settings[section]}
 
     @property
     def is_confirmatory(self) -> bool:
@@ -148,9 +156,13 @@ def validate_spec(spec: ModelSpec) -> None:
                 if value <= 0:
                     problems.append(f"{section}.{key} must be positive, got {value}")
     for section in ("ability", "loading", "intercept"):
-        missing = set(_SECTIONS[section]) - set(spec.settings.get(section, {}))
+        given = set(spec.settings.get(section, {})) | set(_OPTIONAL.get(section, {}))
+        missing = set(_SECTIONS[section]) - given
         if missing:
             problems.append(f"section [{section}] lacks {sorted(missing)}")
+    loading = spec.settings.get("loading", {})
+    if loading.get("zero_sum") and loading.get("noncentered") is False:
+        problems.append("loading.zero_sum = true needs loading.noncentered = true (it sums the z-scores)")
     correlation = spec.settings.get("ability", {}).get("correlation")
     if correlation not in ("none", "lkj", "whitened"):
         problems.append(f"ability.correlation must be 'none', 'lkj' or 'whitened', got {correlation!r}")

@@ -134,3 +134,19 @@ def test_subgroup_offsets_sum_to_zero_within_each_benchmark(tiny_sim):
         for name in np.unique(bench):
             assert abs(offset[bench == name].sum()) < 1e-10
         assert np.abs(offset[bench == "HarmBench"]).max() > 0
+
+
+@pytest.mark.parametrize("spec", ["exploratory", "confirmatory_safety_reasoning"])
+def test_zero_sum_loadings_average_to_their_benchmark_mean(tiny_sim, spec):
+    model = build_model(tiny_sim.responses, 2, spec=spec)
+    names = list(model.coords["benchmark"])
+    codes = np.array([names.index(b) for b in tiny_sim.responses.benchmarks])
+    for seed in (1, 2):
+        loading, mean = pm.draw([model["loading"], model["benchmark_loading_mean"]], random_seed=seed)
+        averages = np.stack([loading[codes == b].mean(axis=0) for b in range(codes.max() + 1)])
+        pattern = averages != 0  # confirmatory zeros stay zero
+        np.testing.assert_allclose(averages[pattern], mean[pattern], atol=1e-10)
+        assert loading.std() > 0.1  # items still differ within their benchmark
+    free = build_model(tiny_sim.responses, 2, spec={"loading": {"zero_sum": False}})
+    loading, mean = pm.draw([free["loading"], free["benchmark_loading_mean"]], random_seed=1)
+    assert np.abs(loading[codes == 0].mean(axis=0) - mean[0]).max() > 1e-3

@@ -20,6 +20,15 @@ def test_overrides_and_json_round_trip():
     assert ModelSpec.from_json(spec.to_json()) == spec
 
 
+def test_specs_without_the_optional_fields_still_load():
+    # specs stored in the attrs of fits made before [loading] zero_sum existed
+    settings = load_spec().settings
+    del settings["loading"]["zero_sum"]
+    old = ModelSpec("exploratory", "", settings)
+    assert load_spec(old)["loading"]["zero_sum"] is False
+    assert load_spec()["loading"]["zero_sum"] is True
+
+
 def test_load_from_path(tmp_path):
     text = (load_spec.__globals__["SPEC_DIRS"][-1] / "exploratory.toml").read_text()
     path = tmp_path / "mine.toml"
@@ -36,6 +45,7 @@ def test_load_from_path(tmp_path):
         ({"priors": {"x": 1}}, "unknown section"),
         ({"ability": {"correlation": "lkj"}}, "needs a \\[confirmatory\\] pattern"),
         ({"identification": {"anchors": "sometimes"}}, "identification.anchors"),
+        ({"loading": {"noncentered": False, "zero_sum": True}}, "zero_sum = true needs"),
     ],
 )
 def test_invalid_specs_are_explained(overrides, message):
