@@ -26,6 +26,7 @@ from benchmirt_bayes.model import build_model, resolve_likelihood
 from benchmirt_bayes.nutpie_run import sample_nutpie
 from benchmirt_bayes.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
 from benchmirt_bayes.spec import ModelSpec, load_spec
+from benchmirt_bayes.thinning import kept_draws, thin_sample_stats
 
 Method = Literal["nuts", "advi", "fullrank_advi", "map"]
 Sampler = Literal["nutpie", "numpyro", "pymc"]
@@ -69,6 +70,7 @@ class FitSettings:
     nuts_init: str = "prior"
     max_treedepth: int = 10
     likelihood: str = "cells"
+    thin: int = 1
 
     @property
     def spec(self) -> ModelSpec:
@@ -106,6 +108,7 @@ def fit_posterior(
     advi_learning_rate: float = 0.02,
     nuts_init: NutsInit = "prior",
     max_treedepth: int = 10,
+    thin: int = 1,
     likelihood: Literal["auto", "fused", "dense", "cells"] = "cells",
     executor: ExecutorArg = "auto",
     restart_dir: str | Path | None = None,
@@ -157,6 +160,15 @@ def fit_posterior(
         NUTS tree-depth cap (at most ``2**max_treedepth`` gradient evaluations
         per draw); draws that hit it are counted by
         :func:`benchmirt_bayes.check_convergence`.
+    thin
+        NUTS only: run ``draws × thin`` iterations per chain and keep every
+        ``thin``-th, so that ``draws`` is always the number kept. Divergences
+        and tree-depth hits anywhere in a block mark its kept draw, gradient
+        counts (``n_steps``) are summed over the block, and E-BFMI is computed
+        on every iteration (``bfmi`` per chain). With trees one level shallower,
+        ``thin=2`` costs the same gradients and, at the full built-in scale,
+        decorrelates squared draws that long trajectories leave correlated
+        (see ARCHITECTURE.md, "Sampling efficiency").
     likelihood
         Form of the Bernoulli term (see :func:`benchmirt_bayes.build_model`):
         ``"cells"`` (default), ``"fused"``, ``"dense"`` or ``"auto"`` (when at
@@ -204,11 +216,13 @@ def fit_posterior(
         raise ValueError(f"nuts_init must be one of {NutsInit.__args__}, got {nuts_init!r}")
     if not isinstance(max_treedepth, int | np.integer) or not 1 <= max_treedepth <= 15:
         raise ValueError(f"max_treedepth must be an integer in 1..15, got {max_treedepth!r}")
-    for name, value in (("draws", draws), ("chains", chains), ("restarts", restarts)):
+    for name, value in (("draws", draws), ("chains", chains), ("restarts", restarts), ("thin", thin)):
         if not isinstance(value, int | np.integer) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if method == "nuts":
         require_sampler(sampler)
+    elif thin != 1:
+        raise ValueError(f"thin applies to NUTS draws only, not to method={method!r}")
     if random_seed is None:
         random_seed = int(np.random.SeedSequence().generate_state(1)[0])
     spec_obj = load_spec(spec)
@@ -228,6 +242,7 @@ def fit_posterior(
         nuts_init=nuts_init if method == "nuts" else "prior",
         max_treedepth=int(max_treedepth),
         likelihood=likelihood,
+        thin=int(thin),
     )
     build_model(responses, settings.n_dims, spec=spec_obj, likelihood=likelihood)  # fail fast on bad settings
     seeds = restart_seeds(random_seed, restarts)
@@ -408,7 +423,7 @@ def _run_nuts(
     # the trace (4 chains × 1,000 draws × 10^5 quantities is 3.3 GB per copy)
     var_names = [name for name in KEPT_VARIABLES if name in model.named_vars]
     common: dict[str, Any] = {
-        "draws": settings.draws,
+        "draws": settings.draws * settings.thin,
         "tune": settings.tune,
         "chains": settings.chains,
         "cores": min(settings.chains, os.cpu_count() or 1),
@@ -416,9 +431,16 @@ def _run_nuts(
         "progressbar": progressbar,
     }
     if settings.sampler == "nutpie":
-        return sample_nutpie(
-            model, var_names, seed=seed, max_treedepth=settings.max_treedepth, initvals=initvals, **common
+        posterior, stats = sample_nutpie(
+            model,
+            var_names,
+            seed=seed,
+            max_treedepth=settings.max_treedepth,
+            initvals=initvals,
+            thin=settings.thin,
+            **common,
         )
+        return posterior, thin_sample_stats(stats, settings.thin)
     kwargs: dict[str, Any] = {"initvals": initvals}
     nuts: dict[str, Any] = {"max_treedepth": settings.max_treedepth}
     if settings.sampler == "numpyro":
@@ -439,7 +461,9 @@ def _run_nuts(
             **common,
             **kwargs,
         )
-    return tree["posterior"].to_dataset(), tree["sample_stats"].to_dataset()
+    posterior = tree["posterior"].to_dataset().isel(draw=kept_draws(settings.thin))
+    posterior = posterior.assign_coords(draw=np.arange(settings.draws))
+    return posterior, thin_sample_stats(tree["sample_stats"].to_dataset(), settings.thin)
 
 
 def _run_map(model: pm.Model, seed: int, progressbar: bool) -> xr.Dataset:

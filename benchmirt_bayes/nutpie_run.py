@@ -20,6 +20,8 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
+from benchmirt_bayes.thinning import kept_draws
+
 
 def sample_nutpie(
     model: pm.Model,
@@ -34,6 +36,7 @@ def sample_nutpie(
     max_treedepth: int,
     initvals: dict[str, np.ndarray] | None,
     progressbar: bool,
+    thin: int = 1,
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """Sample ``model`` with nutpie's NUTS and return ``(posterior, sample_stats)`` in memory.
 
@@ -44,7 +47,7 @@ def sample_nutpie(
     var_names
         Variables of the posterior to read back; the rest of nutpie's trace is discarded.
     draws, tune, chains, cores
-        Draws kept and tuning steps per chain, number of chains, chains run at once.
+        Iterations and tuning steps per chain, number of chains, chains run at once.
     seed
         nutpie's seed.
     target_accept, max_treedepth
@@ -54,6 +57,16 @@ def sample_nutpie(
         jittered start.
     progressbar
         Show nutpie's progress bar.
+    thin
+        Read back only every ``thin``-th draw of the posterior (straight from the store,
+        so the dropped draws never reach memory); the sampler statistics come back for
+        every iteration, for :func:`benchmirt_bayes.thinning.thin_sample_stats`.
+
+    Returns
+    -------
+    tuple of xarray.Dataset
+        The posterior, ``draws // thin`` draws per chain, and the per-draw sampler
+        statistics, ``draws`` per chain.
 
     """
     import nutpie
@@ -79,7 +92,8 @@ def sample_nutpie(
             maxdepth=max_treedepth,
             zarr_store=store,
         )
-        posterior = trace["posterior"].to_dataset()[list(var_names)].load()
+        posterior = trace["posterior"].to_dataset()[list(var_names)]
+        posterior = posterior.isel(draw=kept_draws(thin)).load()
         stats = trace["sample_stats"].to_dataset()
         # the statistics may include per-draw vectors as long as the trace (the
         # unconstrained position); the fit keeps the per-draw scalars
@@ -88,5 +102,6 @@ def sample_nutpie(
         trace.close()
     # nutpie writes its coordinates as NumPy StringDType; the model's are plain labels
     coords = {dim: np.asarray(model.coords[dim]) for dim in posterior.dims if dim in model.coords}
-    draw_coords = {"chain": np.arange(chains), "draw": np.arange(draws)}
-    return posterior.assign_coords(coords | draw_coords), stats.assign_coords(draw_coords)
+    chain = {"chain": np.arange(chains)}
+    posterior = posterior.assign_coords(coords | chain | {"draw": np.arange(draws // thin)})
+    return posterior, stats.assign_coords(chain | {"draw": np.arange(draws)})

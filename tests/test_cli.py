@@ -94,10 +94,11 @@ def test_fit_nuts_from_advi_on_the_command_line(tmp_path):
     data = tmp_path / "sim.nc"
     assert main(["simulate", "--scale", "0.002", "--llms", "20", "--out", str(data)]) == 0
     fit = tmp_path / "fit.nc"
-    args = ["fit", str(data), "--method", "nuts", "--init", "advi", "--max-treedepth", "3"]
+    args = ["fit", str(data), "--method", "nuts", "--init", "advi", "--max-treedepth", "3", "--thin", "2"]
     args += ["--draws", "20", "--tune", "20", "--chains", "2", "--seed", "2", "--out", str(fit)]
     assert main(args) == 0
     tree = xr.open_datatree(fit)
     settings = json.loads(tree.attrs["benchmirt_settings"])
-    assert settings["nuts_init"] == "advi" and settings["max_treedepth"] == 3
-    assert int(tree["sample_stats"]["n_steps"].max()) <= 7
+    assert settings["nuts_init"] == "advi" and settings["max_treedepth"] == 3 and settings["thin"] == 2
+    assert tree["posterior"].sizes["draw"] == 20
+    assert int(tree["sample_stats"]["n_steps"].max()) <= 2 * 7  # a kept draw counts its block's steps

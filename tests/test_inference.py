@@ -120,6 +120,8 @@ def test_missing_sampler_names_the_extra(tiny_sim, monkeypatch):
         ({"restarts": 0}, "restarts must be a positive integer"),
         ({"nuts_init": "map"}, "nuts_init must be one of"),
         ({"max_treedepth": 0}, "max_treedepth must be an integer"),
+        ({"thin": 0}, "thin must be a positive integer"),
+        ({"method": "advi", "thin": 2}, "thin applies to NUTS draws only"),
     ],
 )
 def test_bad_arguments_are_explained(tiny_sim, kwargs, message):
@@ -211,3 +213,20 @@ def test_nuts_from_advi_with_capped_trees(tiny_sim):
     assert fit["posterior"]["item"].dtype.kind == "U"
     settings, _, _ = fit_settings_from_attrs(fit)
     assert settings.nuts_init == "advi" and settings.max_treedepth == 3
+
+
+@pytest.mark.parametrize("sampler", ["nutpie", "pymc"])
+def test_thinned_nuts_keeps_every_thin_th_iteration_of_the_same_chain(tiny_sim, sampler):
+    kwargs = {"method": "nuts", "sampler": sampler, "chains": 2, "tune": 30, "max_treedepth": 3}
+    kwargs["random_seed"] = 2
+    full = fit_posterior(tiny_sim.responses, 2, draws=40, progressbar=False, **kwargs)
+    thinned = fit_posterior(tiny_sim.responses, 2, draws=20, thin=2, progressbar=False, **kwargs)
+    assert thinned["posterior"].sizes["draw"] == 20
+    # intercepts do not depend on the per-draw rotation, so the draws compare directly
+    np.testing.assert_allclose(
+        thinned["posterior"]["intercept"].values, full["posterior"]["intercept"].values[:, 1::2]
+    )
+    steps = full["sample_stats"]["n_steps"].values
+    np.testing.assert_array_equal(thinned["sample_stats"]["n_steps"], steps[:, 0::2] + steps[:, 1::2])
+    settings, _, _ = fit_settings_from_attrs(thinned)
+    assert settings.thin == 2 and settings.draws == 20
