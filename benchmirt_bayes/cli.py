@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--init", default="prior", choices=["prior", "advi"], help="NUTS start: sampler default or ADVI mean"
     )
     fit.add_argument("--max-treedepth", type=int, default=10, help="NUTS tree-depth cap")
-    fit.add_argument("--thin", type=int, default=1, help="NUTS: keep every THIN-th of DRAWS × THIN steps")
+    fit.add_argument("--thin", type=int, default=1, help="NUTS: keep every THIN-th of DRAWS × THIN")
     fit.add_argument("--spec", default=None, help="model spec name or .toml path")
     fit.add_argument("--seed", type=int, default=None)
     fit.add_argument("--out", required=True, help="output .nc or .zarr")
