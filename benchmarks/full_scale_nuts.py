@@ -21,7 +21,6 @@ import numpy as np
 
 from benchmirt_bayes import check_convergence, fit_posterior, save_posterior
 from benchmirt_bayes.datasets import load_builtin
-from benchmirt_bayes.diagnostics import sampler_checks
 from benchmirt_bayes.identification import procrustes
 
 
@@ -80,8 +79,8 @@ def main() -> None:
         "thin": args.thin,
         "converged": bool(report.ok),
         "worst": report.table.to_dict(orient="index"),
-        "divergences": int(stats["diverging"].sum()) if "diverging" in stats else None,
-        "treedepth_share": sampler_checks(fit).get("treedepth_share"),
+        "divergences": report.sampler_checks.get("divergences"),
+        "treedepth_share": report.sampler_checks.get("treedepth_share"),
         # per kept draw: with thinning, the steps of its whole block
         "mean_tree_steps": float(stats["n_steps"].mean()) if "n_steps" in stats else None,
         "mean_step_size": float(stats["step_size"].mean()) if "step_size" in stats else None,
