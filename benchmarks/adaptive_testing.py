@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from benchmirt_bayes import adaptive_test, load_posterior, score_llm
-from benchmirt_bayes.datasets import load_builtin
+from benchmirt_bayes.simulation.datasets import load_builtin
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from benchmirt_bayes import check_convergence, fit_posterior, save_posterior, write_report
-from benchmirt_bayes.datasets import load_builtin
+from benchmirt_bayes.simulation.datasets import load_builtin
 
 
 def main() -> None:
@@ -26,7 +26,7 @@ def main() -> None:
     sim = load_builtin()
     print(sim.responses)
     start = time.perf_counter()
-    fit = fit_posterior(sim.responses, 2, method="advi", draws=args.draws, random_seed=args.seed)
+    fit = fit_posterior(sim.responses, 2, method="advi", random_seed=args.seed, advi={"draws": args.draws})
     fit_seconds = time.perf_counter() - start
     elbo = fit["elbo"]
     print(

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmirt_bayes import check_convergence, fit_posterior, save_posterior
-from benchmirt_bayes.datasets import load_builtin
-from benchmirt_bayes.identification import procrustes
+from benchmirt_bayes.rotations import procrustes
+from benchmirt_bayes.simulation.datasets import load_builtin
 
 
 def main() -> None:
@@ -45,15 +45,17 @@ def main() -> None:
         sim.responses,
         2,
         method="nuts",
-        sampler=args.sampler,
-        chains=args.chains,
-        tune=args.tune,
-        draws=args.draws,
         random_seed=args.seed,
-        nuts_init=args.init,
-        max_treedepth=args.max_treedepth,
-        thin=args.thin,
         likelihood="auto",
+        nuts={
+            "sampler": args.sampler,
+            "chains": args.chains,
+            "tune": args.tune,
+            "draws": args.draws,
+            "init": args.init,
+            "max_treedepth": args.max_treedepth,
+            "thin": args.thin,
+        },
     )
     seconds = time.perf_counter() - start
     # the depth cap is chosen to fit the time budget: truncated trees cost mixing, not

@@ -40,7 +40,7 @@ def main() -> None:
     import jax
 
     from benchmirt_bayes import check_convergence, fit_posterior, simulate_benchmirt
-    from benchmirt_bayes.datasets import load_builtin
+    from benchmirt_bayes.simulation.datasets import load_builtin
 
     if args.scale is None:
         responses = load_builtin().responses
@@ -53,14 +53,16 @@ def main() -> None:
         responses,
         2,
         method="nuts",
-        sampler="numpyro",
-        chains=args.chains,
-        draws=args.draws,
-        tune=args.tune,
         random_seed=args.seed,
-        nuts_init=args.init,
-        max_treedepth=args.max_treedepth,
         likelihood="auto",
+        nuts={
+            "sampler": "numpyro",
+            "chains": args.chains,
+            "draws": args.draws,
+            "tune": args.tune,
+            "init": args.init,
+            "max_treedepth": args.max_treedepth,
+        },
     )
     wall = time.perf_counter() - start
     report = check_convergence(fit)

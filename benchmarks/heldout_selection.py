@@ -15,16 +15,16 @@ settings: the fold fit is then reused instead of refitted.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import pandas as pd
 
+from benchmirt_bayes.analyses.heldout import fold_split
+from benchmirt_bayes.analyses.selection import held_out_benchmark_error
 from benchmirt_bayes.batch import run_batch
-from benchmirt_bayes.crossval import CVFitTask, fold_split
-from benchmirt_bayes.real_data import load_open_llm_leaderboard
-from benchmirt_bayes.selection import held_out_benchmark_error
+from benchmirt_bayes.data.real_data import load_open_llm_leaderboard
+from benchmirt_bayes.workflows.crossval import CVFitTask, fold_fit_request
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "open_llm_leaderboard_v1"
 
@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--out", default="heldout_selection.csv")
     args = parser.parse_args()
     responses = load_open_llm_leaderboard(args.data)
-    fit_json = json.dumps({"draws": 100, "method": "advi"}, sort_keys=True)
+    _, fit_json = fold_fit_request(responses, 2, method="advi")
     task = CVFitTask("llms", 0, 5, 42, 0.5, 2, fit_json)
     start = time.perf_counter()
     fit = run_batch([task], responses, executor="serial", results_dir=args.results_dir)[task.key]

@@ -18,19 +18,19 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmirt_bayes.identification import procrustes
-from benchmirt_bayes.minibatch import fit_minibatch_advi
-from benchmirt_bayes.streaming import StreamingSimulation
+from benchmirt_bayes.inference.minibatch import fit_minibatch_advi
+from benchmirt_bayes.rotations import procrustes
+from benchmirt_bayes.simulation.streaming import StreamingSimulation
 
 
 def recovery(fit, truth, n_items: int, seed: int) -> dict[str, float]:
     """Correlations with the truth (per dimension, worst reported) on a random item subsample."""
     rng = np.random.default_rng(seed)
     items = np.sort(rng.choice(truth.sizes["item"], size=min(n_items, truth.sizes["item"]), replace=False))
-    est_loading = fit.means["loading"].values[items]
+    est_loading = fit["variational"]["loading_mean"].values[items]
     rotation = procrustes(est_loading, truth["loading"].values[items])
     pairs = {
-        "ability": (fit.means["ability"].values @ rotation, truth["ability"].values),
+        "ability": (fit["variational"]["ability_mean"].values @ rotation, truth["ability"].values),
         "loading": (est_loading @ rotation, truth["loading"].values[items]),
     }
     out = {
@@ -38,7 +38,9 @@ def recovery(fit, truth, n_items: int, seed: int) -> dict[str, float]:
         for name, (est, true) in pairs.items()
     }
     out["intercept"] = float(
-        np.corrcoef(fit.means["intercept"].values[items], truth["intercept"].values[items])[0, 1]
+        np.corrcoef(fit["variational"]["intercept_mean"].values[items], truth["intercept"].values[items])[
+            0, 1
+        ]
     )
     return out
 
@@ -73,26 +75,28 @@ def main() -> None:
         progressbar=not args.smoke,
     )
     seconds = time.perf_counter() - start
+    settings = json.loads(fit.attrs["benchmirt_settings"])
+    epoch_seconds = fit["elbo"]["epoch_seconds"].values[0]
     cells = args.llms * args.items
     summary = {
         "llms": args.llms,
         "items": args.items,
         "cells": cells,
-        "block": [fit.attrs["llm_batch"], fit.attrs["item_batch"]],
-        "epochs": fit.attrs["epochs"],
-        "annealing_from_epoch": fit.attrs["annealing_from_epoch"],
-        "converged": fit.converged,
+        "block": [settings["llm_batch"], settings["item_batch"]],
+        "epochs": fit.attrs["benchmirt_epochs"],
+        "annealing_from_epoch": fit["elbo"].attrs["annealing_from_epoch"],
+        "converged": bool(fit.attrs["benchmirt_converged"]),
         "seconds_total": round(seconds, 1),
-        "seconds_first_epoch_incl_compile": round(float(fit.epoch_seconds[0]), 2),
-        "seconds_per_epoch_after_first": round(float(np.median(fit.epoch_seconds[1:])), 2)
-        if fit.attrs["epochs"] > 1
+        "seconds_first_epoch_incl_compile": round(float(epoch_seconds[0]), 2),
+        "seconds_per_epoch_after_first": round(float(np.median(epoch_seconds[1:])), 2)
+        if fit.attrs["benchmirt_epochs"] > 1
         else None,
         "peak_memory_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
         "dense_float32_matrix_gib": round(cells * 4 / 2**30, 2),
         "recovery_r": {
             k: round(v, 4) for k, v in recovery(fit, source.truth, args.recovery_items, args.seed).items()
         },
-        "elbo_last_epochs": [round(float(v), 1) for v in fit.elbo.values[-3:]],
+        "elbo_last_epochs": [round(float(v), 1) for v in fit["elbo"]["elbo"].values[0, -3:]],
     }
     print(json.dumps(summary, indent=1))
     if args.out:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from benchmirt_bayes import evaluate_subset, fidelity_summary, fit_posterior, load_posterior, save_posterior
-from benchmirt_bayes.datasets import load_builtin
+from benchmirt_bayes.simulation.datasets import load_builtin
 
 
 def main() -> None:
@@ -36,7 +36,7 @@ def main() -> None:
     if Path(args.fit).exists():
         fit = load_posterior(args.fit, responses=sim.responses)
     else:
-        fit = fit_posterior(sim.responses, 2, method="advi", draws=200, random_seed=20260301)
+        fit = fit_posterior(sim.responses, 2, method="advi", random_seed=20260301, advi={"draws": 200})
         save_posterior(fit, args.fit)
     print(f"fit ready in {time.perf_counter() - start:.0f} s")
     start = time.perf_counter()

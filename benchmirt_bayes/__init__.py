@@ -1,78 +1,113 @@
-"""benchmirt_bayes: Bayesian multidimensional IRT audits of LLM benchmarks, item by item."""
+"""benchmirt_bayes: Bayesian multidimensional IRT audits of LLM benchmarks, item by item.
 
-from benchmirt_bayes.batch import BatchError, DaskExecutor, run_batch
-from benchmirt_bayes.crossval import CrossValidation, DimensionChoice, choose_n_dims, cross_validate
-from benchmirt_bayes.diagnostics import ConvergenceReport, check_convergence
-from benchmirt_bayes.errors import MissingExtraError, PosteriorFileError, ResponseDataError
-from benchmirt_bayes.inference import fit_posterior
-from benchmirt_bayes.io import load_posterior, save_posterior
-from benchmirt_bayes.items import rank_items
-from benchmirt_bayes.loaders import load_responses
-from benchmirt_bayes.minibatch import MinibatchFit, fit_minibatch_advi
-from benchmirt_bayes.model import build_model
-from benchmirt_bayes.real_data import (
-    load_mirt_reference,
-    load_open_llm_leaderboard,
-    load_opencompass,
-    load_xstest,
-)
-from benchmirt_bayes.report import write_report
-from benchmirt_bayes.responses import ResponseMatrix
-from benchmirt_bayes.scoring import LLMScore, adaptive_test, score_llm
-from benchmirt_bayes.selection import (
+The public API, by layer (see ARCHITECTURE.md):
+
+- data: :class:`ResponseMatrix`, :func:`load_responses` and the loaders of the real sets;
+- simulation: :func:`simulate_benchmirt`, streamed cell sources;
+- model: specs (:func:`load_spec`), response models (:func:`response_model`), :func:`build_model`;
+- inference: :func:`fit_posterior` (NUTS, ADVI, MAP; settings grouped in :class:`NutsSettings`
+  and :class:`AdviSettings`) and :func:`fit_minibatch_advi`, both returning the same
+  identified DataTree;
+- fits on disk: :func:`save_posterior`, :func:`load_posterior`;
+- diagnostics: :func:`check_convergence`, :func:`check_stability`;
+- analyses: benchmark audits, item rankings and subsets, held-out prediction, scoring new LLMs;
+- workflows: :func:`cross_validate`, :func:`choose_n_dims`;
+- reports: :func:`write_report`; many fits: :func:`run_batch`.
+"""
+
+from benchmirt_bayes.analyses.audit import BenchmarkAudit, benchmark_correlations, name_dimensions
+from benchmirt_bayes.analyses.heldout import CrossValidation, psis_loo
+from benchmirt_bayes.analyses.items import rank_items
+from benchmirt_bayes.analyses.scoring import LLMScore, adaptive_test, score_llm
+from benchmirt_bayes.analyses.selection import (
     evaluate_subset,
     fidelity_summary,
     held_out_benchmark_error,
     select_items,
 )
-from benchmirt_bayes.simulate import SimulatedBenchmark, simulate_benchmirt
-from benchmirt_bayes.spec import ModelSpec, available_specs, load_spec
-from benchmirt_bayes.stability import StabilityReport, check_stability
-from benchmirt_bayes.streaming import MatrixSource, StreamingSimulation
+from benchmirt_bayes.batch import BatchError, DaskExecutor, run_batch
+from benchmirt_bayes.data.loaders import load_responses
+from benchmirt_bayes.data.real_data import (
+    load_mirt_reference,
+    load_open_llm_leaderboard,
+    load_opencompass,
+    load_xstest,
+)
+from benchmirt_bayes.data.responses import ResponseMatrix
+from benchmirt_bayes.diagnostics.convergence import ConvergenceReport, check_convergence
+from benchmirt_bayes.diagnostics.stability import StabilityReport, check_stability
+from benchmirt_bayes.errors import MissingExtraError, PosteriorFileError, ResponseDataError
+from benchmirt_bayes.inference.fit import fit_posterior
+from benchmirt_bayes.inference.minibatch import fit_minibatch_advi
+from benchmirt_bayes.inference.settings import AdviSettings, NutsSettings
+from benchmirt_bayes.io import load_posterior, save_posterior
+from benchmirt_bayes.model.pymc_model import build_model
+from benchmirt_bayes.model.response_models import RESPONSE_MODELS, ResponseModel, response_model
+from benchmirt_bayes.model.spec import ModelSpec, available_specs, load_spec
+from benchmirt_bayes.reports.report import write_report
+from benchmirt_bayes.simulation.simulate import SimulatedBenchmark, simulate_benchmirt
+from benchmirt_bayes.simulation.streaming import MatrixSource, StreamingSimulation
+from benchmirt_bayes.workflows.crossval import DimensionChoice, choose_n_dims, cross_validate
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
-    "BatchError",
-    "CrossValidation",
-    "DaskExecutor",
-    "DimensionChoice",
-    "LLMScore",
-    "MatrixSource",
-    "MinibatchFit",
-    "StreamingSimulation",
-    "adaptive_test",
-    "choose_n_dims",
-    "cross_validate",
-    "evaluate_subset",
-    "fidelity_summary",
-    "fit_minibatch_advi",
-    "held_out_benchmark_error",
-    "rank_items",
-    "run_batch",
-    "score_llm",
-    "select_items",
-    "ConvergenceReport",
-    "StabilityReport",
-    "check_convergence",
-    "check_stability",
-    "write_report",
-    "MissingExtraError",
-    "ModelSpec",
-    "PosteriorFileError",
-    "ResponseDataError",
+    # data
     "ResponseMatrix",
-    "SimulatedBenchmark",
-    "available_specs",
-    "build_model",
-    "fit_posterior",
+    "load_responses",
     "load_mirt_reference",
     "load_open_llm_leaderboard",
     "load_opencompass",
-    "load_posterior",
-    "load_responses",
-    "load_spec",
     "load_xstest",
-    "save_posterior",
+    "MissingExtraError",
+    "PosteriorFileError",
+    "ResponseDataError",
+    # simulation
+    "SimulatedBenchmark",
     "simulate_benchmirt",
+    "MatrixSource",
+    "StreamingSimulation",
+    # model
+    "ModelSpec",
+    "available_specs",
+    "load_spec",
+    "ResponseModel",
+    "RESPONSE_MODELS",
+    "response_model",
+    "build_model",
+    # inference, fits on disk
+    "fit_posterior",
+    "fit_minibatch_advi",
+    "NutsSettings",
+    "AdviSettings",
+    "save_posterior",
+    "load_posterior",
+    # diagnostics
+    "ConvergenceReport",
+    "check_convergence",
+    "StabilityReport",
+    "check_stability",
+    # analyses
+    "BenchmarkAudit",
+    "benchmark_correlations",
+    "name_dimensions",
+    "rank_items",
+    "select_items",
+    "evaluate_subset",
+    "fidelity_summary",
+    "held_out_benchmark_error",
+    "CrossValidation",
+    "psis_loo",
+    "LLMScore",
+    "score_llm",
+    "adaptive_test",
+    # workflows
+    "DimensionChoice",
+    "choose_n_dims",
+    "cross_validate",
+    # reports and batches
+    "write_report",
+    "BatchError",
+    "DaskExecutor",
+    "run_batch",
 ]

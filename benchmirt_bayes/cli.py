@@ -66,18 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit = sub.add_parser("fit", help="fit the hierarchical MIRT model")
     _add_data_args(fit)
     fit.add_argument("--dims", type=int, default=2)
-    fit.add_argument("--method", default="advi", choices=["nuts", "advi", "fullrank_advi", "map"])
-    fit.add_argument("--sampler", default="nutpie", choices=["nutpie", "numpyro", "pymc"])
-    fit.add_argument("--draws", type=int, default=1000)
-    fit.add_argument("--tune", type=int, default=1000)
-    fit.add_argument("--chains", type=int, default=4)
+    _add_fit_settings_args(fit, draws=1000)
     fit.add_argument("--restarts", type=int, default=1)
-    fit.add_argument(
-        "--init", default="prior", choices=["prior", "advi"], help="NUTS start: sampler default or ADVI mean"
-    )
-    fit.add_argument("--max-treedepth", type=int, default=10, help="NUTS tree-depth cap")
-    fit.add_argument("--thin", type=int, default=1, help="NUTS: keep every THIN-th of DRAWS × THIN")
-    fit.add_argument("--spec", default=None, help="model spec name or .toml path")
     fit.add_argument("--seed", type=int, default=None)
     fit.add_argument("--out", required=True, help="output .nc or .zarr")
 
@@ -102,14 +92,70 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("--dims", type=int, nargs="+", default=[1, 2, 3])
     cv.add_argument("--folds", type=int, default=10)
     cv.add_argument("--scheme", default="cells", choices=["cells", "llms", "items"])
-    cv.add_argument("--method", default="advi", choices=["nuts", "advi", "fullrank_advi", "map"])
-    cv.add_argument("--draws", type=int, default=100)
+    _add_fit_settings_args(cv, draws=100)
     cv.add_argument("--category", default=None, help="item coordinate for the LLM x category baseline")
     cv.add_argument("--seed", type=int, default=42)
     cv.add_argument("--results-dir", default=None, help="save each fold fit here; reruns resume")
     _add_executor_args(cv)
     cv.add_argument("--out", required=True, help="output CSV (tidy table); a _summary.csv is written too")
     return parser
+
+
+def _add_fit_settings_args(parser: argparse.ArgumentParser, *, draws: int) -> None:
+    """The settings of :func:`fit_posterior`, one flag each, shared by every command that fits."""
+    group = parser.add_argument_group(
+        "fit settings (as fit_posterior's method, nuts=, advi=, spec, likelihood)"
+    )
+    group.add_argument("--method", default="advi", choices=["nuts", "advi", "fullrank_advi", "map"])
+    group.add_argument("--draws", type=int, default=draws, help="NUTS draws per chain, or ADVI draws from q")
+    group.add_argument("--spec", default=None, help="model spec name or .toml path")
+    group.add_argument("--likelihood", default="cells", choices=["auto", "fused", "dense", "cells"])
+    group.add_argument(
+        "--sampler", default="nutpie", choices=["nutpie", "numpyro", "pymc"], help="NUTS back end"
+    )
+    group.add_argument("--tune", type=int, default=1000, help="NUTS tuning iterations per chain")
+    group.add_argument("--chains", type=int, default=4, help="NUTS chains per restart")
+    group.add_argument("--target-accept", type=float, default=0.8, help="NUTS target acceptance")
+    group.add_argument(
+        "--init", default="prior", choices=["prior", "advi"], help="NUTS start: sampler default or ADVI mean"
+    )
+    group.add_argument("--max-treedepth", type=int, default=10, help="NUTS tree-depth cap")
+    group.add_argument("--thin", type=int, default=1, help="NUTS: keep every THIN-th of DRAWS × THIN")
+    group.add_argument("--advi-max-steps", type=int, default=20000, help="ADVI step budget")
+    group.add_argument("--advi-tolerance", type=float, default=1e-3, help="ADVI relative-ELBO stopping rule")
+    group.add_argument("--advi-learning-rate", type=float, default=0.02, help="ADVI Adam step size")
+
+
+def _fit_settings(args: argparse.Namespace) -> dict:
+    """``method``, ``nuts``, ``advi``, ``spec`` and ``likelihood`` for fit_posterior / cross_validate."""
+    from benchmirt_bayes.inference.settings import AdviSettings, NutsSettings
+
+    nuts = advi = None
+    if args.method == "nuts":
+        nuts = NutsSettings(
+            sampler=args.sampler,
+            draws=args.draws,
+            tune=args.tune,
+            chains=args.chains,
+            target_accept=args.target_accept,
+            max_treedepth=args.max_treedepth,
+            thin=args.thin,
+            init=args.init,
+        )
+    if args.method in ("advi", "fullrank_advi") or (nuts is not None and nuts.init == "advi"):
+        advi = AdviSettings(
+            draws=args.draws if nuts is None else AdviSettings.draws,
+            max_steps=args.advi_max_steps,
+            tolerance=args.advi_tolerance,
+            learning_rate=args.advi_learning_rate,
+        )
+    return {
+        "method": args.method,
+        "nuts": nuts,
+        "advi": advi,
+        "spec": args.spec,
+        "likelihood": args.likelihood,
+    }
 
 
 def _add_executor_args(parser: argparse.ArgumentParser) -> None:
@@ -130,8 +176,8 @@ def _executor_context(args: argparse.Namespace):
 
 
 def _load_data(args: argparse.Namespace):
-    from benchmirt_bayes.datasets import read_response_netcdf
-    from benchmirt_bayes.loaders import load_responses
+    from benchmirt_bayes.data.loaders import load_responses
+    from benchmirt_bayes.simulation.datasets import read_response_netcdf
 
     path = Path(args.data)
     if path.suffix == ".nc":
@@ -170,7 +216,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from benchmirt_bayes.datasets import write_simulated
+    from benchmirt_bayes.simulation.datasets import write_simulated
 
     path = write_simulated(Path(args.out), scale=args.scale, n_llms=args.llms, seed=args.seed)
     print(f"wrote {path}")
@@ -185,26 +231,14 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from benchmirt_bayes.inference import fit_posterior
+    from benchmirt_bayes.inference.fit import fit_posterior
     from benchmirt_bayes.io import save_posterior
 
     responses = _load_data(args)
     print(f"fitting {responses} with {args.dims} dimension(s), method={args.method}")
     start = time.perf_counter()
     fit = fit_posterior(
-        responses,
-        args.dims,
-        method=args.method,
-        sampler=args.sampler,
-        draws=args.draws,
-        tune=args.tune,
-        chains=args.chains,
-        restarts=args.restarts,
-        spec=args.spec,
-        random_seed=args.seed,
-        nuts_init=args.init,
-        max_treedepth=args.max_treedepth,
-        thin=args.thin,
+        responses, args.dims, restarts=args.restarts, random_seed=args.seed, **_fit_settings(args)
     )
     save_posterior(fit, args.out)
     print(f"done in {time.perf_counter() - start:.1f} s; posterior written to {args.out}")
@@ -213,7 +247,7 @@ def _fit(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from benchmirt_bayes.io import load_posterior
-    from benchmirt_bayes.report import write_report
+    from benchmirt_bayes.reports.report import write_report
 
     fit = load_posterior(args.fit)
     page = write_report(fit, Path(args.out))
@@ -222,7 +256,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _specs(args: argparse.Namespace) -> int:
-    from benchmirt_bayes.spec import available_specs, load_spec
+    from benchmirt_bayes.model.spec import available_specs, load_spec
 
     for name in available_specs():
         print(f"{name:32s} {load_spec(name).description}")
@@ -230,9 +264,9 @@ def _specs(args: argparse.Namespace) -> int:
 
 
 def _select(args: argparse.Namespace) -> int:
+    from benchmirt_bayes.analyses.items import rank_items
+    from benchmirt_bayes.analyses.selection import select_items
     from benchmirt_bayes.io import load_posterior
-    from benchmirt_bayes.items import rank_items
-    from benchmirt_bayes.selection import select_items
 
     fit = load_posterior(args.fit)
     kept = select_items(
@@ -250,7 +284,7 @@ def _select(args: argparse.Namespace) -> int:
 
 
 def _cv(args: argparse.Namespace) -> int:
-    from benchmirt_bayes.crossval import choose_n_dims, cross_validate
+    from benchmirt_bayes.workflows.crossval import choose_n_dims, cross_validate
 
     responses = _load_data(args)
     print(f"cross-validating {responses}: scheme={args.scheme}, dims={args.dims}, folds={args.folds}")
@@ -261,10 +295,9 @@ def _cv(args: argparse.Namespace) -> int:
             n_dims=args.dims,
             folds=args.folds,
             scheme=args.scheme,
-            method=args.method,
             seed=args.seed,
             category=args.category,
-            fit_kwargs={"draws": args.draws},
+            **_fit_settings(args),
             executor=executor,
             results_dir=args.results_dir,
         )

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmirt_bayes.inference import fit_posterior
+from benchmirt_bayes.inference.fit import fit_posterior
 from benchmirt_bayes.io import save_posterior
-from benchmirt_bayes.report import write_report
-from benchmirt_bayes.simulate import simulate_benchmirt
+from benchmirt_bayes.reports.report import write_report
+from benchmirt_bayes.simulation.simulate import simulate_benchmirt
 
 
 def run_demo(out: Path, *, scale: float = 0.03, method: str = "advi", seed: int = 1) -> Path:
@@ -16,8 +16,13 @@ def run_demo(out: Path, *, scale: float = 0.03, method: str = "advi", seed: int 
     out.mkdir(parents=True, exist_ok=True)
     sim = simulate_benchmirt(scale=scale, seed=seed)
     print(f"simulated {sim.responses}")
-    kwargs = {"draws": 500, "tune": 500, "chains": 2} if method == "nuts" else {"draws": 500}
-    fit = fit_posterior(sim.responses, 2, method=method, random_seed=seed, **kwargs)
+    if method == "nuts":
+        settings = {"nuts": {"draws": 500, "tune": 500, "chains": 2}}
+    elif method == "map":
+        settings = {}
+    else:
+        settings = {"advi": {"draws": 500}}
+    fit = fit_posterior(sim.responses, 2, method=method, random_seed=seed, **settings)
     save_posterior(fit, out / "fit.nc")
     sim.truth.to_netcdf(out / "truth.nc", engine="h5netcdf")
     return write_report(fit, out).parent

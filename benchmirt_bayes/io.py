@@ -6,8 +6,8 @@ from pathlib import Path
 
 import xarray as xr
 
+from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.errors import PosteriorFileError
-from benchmirt_bayes.responses import ResponseMatrix
 
 REQUIRED_GROUPS = ("posterior", "observed_data")
 

@@ -40,7 +40,9 @@ def tiny_sim():
 
 @pytest.fixture(scope="session")
 def advi_fit(small_sim):
-    return fit_posterior(small_sim.responses, 2, method="advi", draws=200, random_seed=5, progressbar=False)
+    return fit_posterior(
+        small_sim.responses, 2, method="advi", random_seed=5, progressbar=False, advi={"draws": 200}
+    )
 
 
 @pytest.fixture(scope="session")
@@ -52,7 +54,12 @@ def map_fit(tiny_sim):
 def nuts_fit(tiny_sim):
     """A small real NUTS fit (2 chains) shared by structural tests."""
     return fit_posterior(
-        tiny_sim.responses, 2, method="nuts", draws=150, tune=150, chains=2, random_seed=4, progressbar=False
+        tiny_sim.responses,
+        2,
+        method="nuts",
+        random_seed=4,
+        progressbar=False,
+        nuts={"draws": 150, "tune": 150, "chains": 2},
     )
 
 
@@ -95,8 +102,8 @@ def constructed_posterior(
 
     Observed data are simulated from the parameters unless ``responses`` is given.
     """
-    from benchmirt_bayes.inference import observed_dataset
-    from benchmirt_bayes.spec import load_spec
+    from benchmirt_bayes.model.spec import load_spec
+    from benchmirt_bayes.posterior import observed_dataset
 
     rng = np.random.default_rng(seed)
     loading = np.asarray(loading, float)

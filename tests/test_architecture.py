@@ -1,17 +1,140 @@
-"""Keep ARCHITECTURE.md honest: every module is in its map, every public name is exported."""
+"""Keep the architecture true: layers import only downwards, the module map is complete,
+response formulas live in the response-model layer, every public name is exported."""
 
+import ast
+import re
 from pathlib import Path
+
+import pytest
 
 import benchmirt_bayes
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "benchmirt_bayes"
+
+# Each layer may import itself and the layers listed for it, nothing else of the package.
+# Top-level modules are their own small layers.
+FOUNDATION = {"errors", "rotations"}
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "rotations": set(),
+    "data": {"errors"},
+    "model": {"errors", "data", "rotations"},
+    "simulation": {"errors", "data", "model"},
+    "posterior": {"errors", "data", "model"},
+    "io": {"errors", "data", "posterior"},
+    "batch": {"errors"},
+    "inference": {"errors", "rotations", "data", "model", "simulation", "posterior", "batch"},
+    "diagnostics": {"errors", "rotations", "data", "model", "posterior"},
+    "analyses": {"errors", "rotations", "data", "model", "posterior", "batch"},
+    "workflows": {"errors", "data", "model", "posterior", "batch", "inference", "analyses"},
+    "reports": {"errors", "data", "model", "posterior", "diagnostics", "analyses"},
+    "demo": {"simulation", "inference", "io", "reports"},
+    "cli": {
+        "errors",
+        "data",
+        "model",
+        "simulation",
+        "posterior",
+        "io",
+        "batch",
+        "inference",
+        "diagnostics",
+        "analyses",
+        "workflows",
+        "reports",
+        "demo",
+    },
+}
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _layer(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return parts[0]
+
+
+def _package_imports(path: Path) -> list[str]:
+    """Top-level package parts (``benchmirt_bayes.<part>``) a module imports, lazily or not."""
+    tree = ast.parse(path.read_text())
+    found = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                raise AssertionError(f"{path.name}: relative import; use absolute benchmirt_bayes imports")
+            names = [node.module or ""]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "benchmirt_bayes" and len(parts) > 1:
+                found.append(parts[1])
+    return found
+
+
+def test_layers_import_only_what_they_may():
+    problems = []
+    for path in _modules():
+        if path.name == "__init__.py" and path.parent == PACKAGE:
+            continue  # the public API gathers every layer
+        layer = _layer(path)
+        assert layer in ALLOWED, f"{path.relative_to(ROOT)} is in no known layer; add it to ALLOWED"
+        for imported in _package_imports(path):
+            if imported != layer and imported not in ALLOWED[layer]:
+                problems.append(f"{path.relative_to(ROOT)} ({layer}) imports benchmirt_bayes.{imported}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_layer_check_would_catch_an_analysis_importing_the_fitting_machinery(tmp_path):
+    offender = tmp_path / "offender.py"
+    offender.write_text("def f():\n    from benchmirt_bayes.inference.fit import fit_posterior\n")
+    imported = _package_imports(offender)
+    assert imported == ["inference"] and "inference" not in ALLOWED["analyses"]
+    assert "inference" not in ALLOWED["diagnostics"] and "inference" not in ALLOWED["reports"]
 
 
 def test_every_module_is_in_the_module_map():
     text = (ROOT / "ARCHITECTURE.md").read_text()
-    modules = [p.name for p in (ROOT / "benchmirt_bayes").glob("*.py") if p.name != "__init__.py"]
-    missing = [m for m in modules if f"`{m}`" not in text]
-    assert not missing, f"modules missing from ARCHITECTURE.md: {missing}"
+    missing = []
+    for path in _modules():
+        if path.name == "__init__.py":
+            continue
+        name = path.relative_to(PACKAGE).as_posix()
+        if f"`{name}`" not in text:
+            missing.append(name)
+    assert not missing, f"modules missing from ARCHITECTURE.md's module map: {missing}"
+
+
+# a response probability, a log-likelihood or an item summary written by hand
+RESPONSE_FORMULAS = re.compile(
+    r"expit\(|sigmoid|1(\.0)? */ *\(1(\.0)? *\+ *\w*\.?exp\(|logaddexp|softplus|"
+    r"np\.linalg\.norm\(|\* *\(1(\.0)? *- *prob|\(\s*loading\s*\*\*\s*2\s*\)\.sum"
+)
+FORMULA_HOMES = {"model/response_models.py", "model/fused_likelihood.py"}
+
+
+def test_response_formulas_live_only_in_the_response_model_layer():
+    offenders = []
+    for path in _modules():
+        name = path.relative_to(PACKAGE).as_posix()
+        if name in FORMULA_HOMES:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if RESPONSE_FORMULAS.search(code) and not code.strip().startswith(('"', "``", "'")):
+                offenders.append(f"{name}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+
+
+@pytest.mark.parametrize(
+    "line", ["p = expit(eta)", "q = 1 / (1 + np.exp(-x))", "n = np.linalg.norm(a, axis=1)"]
+)
+def test_the_formula_check_recognises_hand_written_copies(line):
+    assert RESPONSE_FORMULAS.search(line)
 
 
 def test_public_api_is_importable():

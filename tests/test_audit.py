@@ -3,9 +3,9 @@ import pytest
 import xarray as xr
 
 from benchmirt_bayes import fit_posterior, simulate_benchmirt
-from benchmirt_bayes.audit import benchmark_correlations, name_dimensions
-from benchmirt_bayes.inference import observed_dataset
-from benchmirt_bayes.plots import (
+from benchmirt_bayes.analyses.audit import benchmark_correlations, name_dimensions
+from benchmirt_bayes.posterior import observed_dataset
+from benchmirt_bayes.reports.plots import (
     plot_ability_map,
     plot_benchmark_heatmap,
     plot_group_forest,
@@ -91,7 +91,9 @@ def test_name_dimensions_flips_signs_consistently():
 def builtin_fit():
     """Exploratory 2-D fit of the built-in design (reduced), no benchmark labels in the model."""
     sim = simulate_benchmirt(scale=0.03, min_items_per_subgroup=15, seed=20260301)
-    fit = fit_posterior(sim.responses, 2, method="advi", draws=300, random_seed=1, progressbar=False)
+    fit = fit_posterior(
+        sim.responses, 2, method="advi", random_seed=1, progressbar=False, advi={"draws": 300}
+    )
     return sim, fit
 
 

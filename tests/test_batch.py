@@ -15,7 +15,7 @@ import xarray as xr
 
 from benchmirt_bayes import MissingExtraError, fit_posterior
 from benchmirt_bayes.batch import BatchError, DaskExecutor, run_batch
-from benchmirt_bayes.crossval import cross_validate
+from benchmirt_bayes.workflows.crossval import cross_validate
 
 CALLS: list[str] = []
 
@@ -75,7 +75,7 @@ def test_missing_dask_names_the_extra(monkeypatch):
 
 
 # ------------------------------------------------------------ a real cluster
-ADVI = {"method": "advi", "draws": 20, "advi_max_steps": 300, "progressbar": False}
+ADVI = {"method": "advi", "advi": {"draws": 20, "max_steps": 300}}
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +92,7 @@ def small_cv(responses, executor, **extra):
         n_dims=(1, 2),
         folds=2,
         seed=5,
-        fit_kwargs=ADVI,
+        **ADVI,
         executor=executor,
         progressbar=False,
         **extra,
@@ -106,7 +106,7 @@ def serial_cv(tiny_sim):
 
 @pytest.mark.slow
 def test_restarts_and_folds_on_a_local_dask_cluster_match_serial(tiny_sim, dask_executor, serial_cv):
-    kwargs = {**ADVI, "restarts": 2, "random_seed": 8}
+    kwargs = {**ADVI, "restarts": 2, "random_seed": 8, "progressbar": False}
     serial = fit_posterior(tiny_sim.responses, 2, executor="serial", **kwargs)
     on_dask = fit_posterior(tiny_sim.responses, 2, executor=dask_executor, **kwargs)
     np.testing.assert_allclose(

@@ -99,6 +99,7 @@ def test_fit_nuts_from_advi_on_the_command_line(tmp_path):
     assert main(args) == 0
     tree = xr.open_datatree(fit)
     settings = json.loads(tree.attrs["benchmirt_settings"])
-    assert settings["nuts_init"] == "advi" and settings["max_treedepth"] == 3 and settings["thin"] == 2
+    nuts = settings["nuts"]
+    assert nuts["init"] == "advi" and nuts["max_treedepth"] == 3 and nuts["thin"] == 2
     assert tree["posterior"].sizes["draw"] == 20
     assert int(tree["sample_stats"]["n_steps"].max()) <= 2 * 7  # a kept draw counts its block's steps

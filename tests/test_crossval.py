@@ -2,13 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmirt_bayes.crossval import (
-    CrossValidation,
-    baseline_predictions,
-    choose_n_dims,
-    cross_validate,
-    fold_split,
-)
+from benchmirt_bayes.analyses.heldout import CrossValidation, baseline_predictions, fold_split
+from benchmirt_bayes.workflows.crossval import choose_n_dims, cross_validate
 from tests.conftest import make_matrix
 
 
@@ -114,7 +109,7 @@ def test_bad_arguments(tiny_sim):
 
 
 def test_psis_loo_on_a_nuts_fit_and_in_the_dimension_table(nuts_fit):
-    from benchmirt_bayes.crossval import psis_loo
+    from benchmirt_bayes.analyses.heldout import psis_loo
 
     loo = psis_loo(nuts_fit)
     n_cells = int(nuts_fit["observed_data"]["correct"].notnull().sum())

@@ -4,7 +4,7 @@ import pytest
 import xarray as xr
 
 from benchmirt_bayes import check_convergence
-from benchmirt_bayes.diagnostics import relative_elbo_change
+from benchmirt_bayes.diagnostics.convergence import relative_elbo_change
 
 
 def constructed_fit(shift_chain: float, n_draw=500, divergences=0, seed=0):
@@ -88,11 +88,9 @@ def test_advi_stopped_early_is_flagged(tiny_sim):
         tiny_sim.responses,
         2,
         method="advi",
-        advi_max_steps=450,
-        draws=20,
-        advi_tolerance=1e-6,
         random_seed=1,
         progressbar=False,
+        advi={"max_steps": 450, "draws": 20, "tolerance": 1e-6},
     )
     report = check_convergence(fit)
     assert not report.ok and any("still moving" in m for m in report.messages)

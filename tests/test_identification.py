@@ -2,8 +2,12 @@ import numpy as np
 import pytest
 from scipy.stats import special_ortho_group
 
-from benchmirt_bayes.identification import (
+from benchmirt_bayes.inference.identification import (
+    _identify_in_place,
     alignment_rotations,
+    identify_posterior,
+)
+from benchmirt_bayes.rotations import (
     procrustes,
     sign_and_order,
     symmetric_sqrt_pair,
@@ -11,7 +15,6 @@ from benchmirt_bayes.identification import (
     varimax,
     whitened_frame,
 )
-from benchmirt_bayes.inference import _identify_in_place, identify_posterior
 
 
 def random_orthogonal(k, rng):

@@ -5,16 +5,16 @@ import pytest
 import xarray as xr
 from pymc.initial_point import make_initial_point_fn
 
-from benchmirt_bayes import MissingExtraError, build_model, fit_posterior
-from benchmirt_bayes.advi import run_advi
-from benchmirt_bayes.inference import (
+from benchmirt_bayes import AdviSettings, MissingExtraError, NutsSettings, build_model, fit_posterior
+from benchmirt_bayes.inference.advi import run_advi
+from benchmirt_bayes.inference.fit import (
     FitSettings,
     advi_start,
     assemble_posterior,
     fit_once,
     fit_settings_from_attrs,
-    responses_from_tree,
 )
+from benchmirt_bayes.posterior import responses_from_tree
 
 from .conftest import correlation
 
@@ -63,7 +63,7 @@ def test_nuts_returns_the_common_structure(nuts_fit, tiny_sim):
 
 
 def test_advi_recovers_the_truth(advi_fit, small_sim):
-    from benchmirt_bayes.identification import procrustes
+    from benchmirt_bayes.rotations import procrustes
 
     truth = small_sim.truth
     loading = advi_fit["posterior"]["loading"].mean(("chain", "draw")).values
@@ -75,7 +75,7 @@ def test_advi_recovers_the_truth(advi_fit, small_sim):
 
 
 def test_advi_is_seeded(small_sim):
-    kwargs = {"method": "advi", "draws": 20, "advi_max_steps": 300, "progressbar": False}
+    kwargs = {"method": "advi", "advi": {"draws": 20, "max_steps": 300}, "progressbar": False}
     a = fit_posterior(small_sim.responses, 2, random_seed=9, **kwargs)
     b = fit_posterior(small_sim.responses, 2, random_seed=9, **kwargs)
     c = fit_posterior(small_sim.responses, 2, random_seed=10, **kwargs)
@@ -85,7 +85,7 @@ def test_advi_is_seeded(small_sim):
 
 def test_fit_is_reproducible_from_its_attrs(tiny_sim):
     fit = fit_posterior(
-        tiny_sim.responses, 2, method="advi", draws=20, advi_max_steps=300, progressbar=False
+        tiny_sim.responses, 2, method="advi", progressbar=False, advi={"draws": 20, "max_steps": 300}
     )  # seed drawn from the OS and stored
     settings, seed, _restarts = fit_settings_from_attrs(fit)
     raw = [fit_once(tiny_sim.responses, settings, seed)]
@@ -108,20 +108,23 @@ def test_missing_sampler_names_the_extra(tiny_sim, monkeypatch):
 
     monkeypatch.setattr(importlib, "import_module", lambda name: fake_import(name))
     with pytest.raises(MissingExtraError, match=r"benchmirt_bayes\[jax\]"):
-        fit_posterior(tiny_sim.responses, 2, method="nuts", sampler="numpyro")
+        fit_posterior(tiny_sim.responses, 2, method="nuts", nuts={"sampler": "numpyro"})
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
         ({"method": "gibbs"}, "method must be one of"),
-        ({"sampler": "stan"}, "sampler must be one of"),
-        ({"draws": 0}, "draws must be a positive integer"),
+        ({"nuts": {"sampler": "stan"}}, "sampler must be one of"),
+        ({"nuts": {"draws": 0}}, "draws must be a positive integer"),
         ({"restarts": 0}, "restarts must be a positive integer"),
-        ({"nuts_init": "map"}, "nuts_init must be one of"),
-        ({"max_treedepth": 0}, "max_treedepth must be an integer"),
-        ({"thin": 0}, "thin must be a positive integer"),
-        ({"method": "advi", "thin": 2}, "thin applies to NUTS draws only"),
+        ({"nuts": {"init": "map"}}, "init must be one of"),
+        ({"nuts": {"max_treedepth": 0}}, "max_treedepth must be an integer"),
+        ({"nuts": {"thin": 0}}, "thin must be a positive integer"),
+        ({"method": "advi", "nuts": {"thin": 2}}, "nuts settings apply to method='nuts' only"),
+        ({"nuts": {"thinning": 2}}, r"unknown nuts setting\(s\) \['thinning'\]"),
+        ({"method": "advi", "advi": {"max_steps": 0}}, "max_steps must be a positive integer"),
+        ({"method": "map", "advi": {"draws": 5}}, "advi settings apply to ADVI fits"),
     ],
 )
 def test_bad_arguments_are_explained(tiny_sim, kwargs, message):
@@ -130,7 +133,7 @@ def test_bad_arguments_are_explained(tiny_sim, kwargs, message):
 
 
 def test_restarts_are_chains_with_a_restart_coordinate(tiny_sim, tmp_path):
-    kwargs = {"method": "advi", "draws": 30, "advi_max_steps": 400, "progressbar": False}
+    kwargs = {"method": "advi", "advi": {"draws": 30, "max_steps": 400}, "progressbar": False}
     fit = fit_posterior(tiny_sim.responses, 2, restarts=2, random_seed=3, restart_dir=tmp_path, **kwargs)
     post = fit["posterior"]
     assert post.sizes["chain"] == 2 and post["restart"].values.tolist() == [0, 1]
@@ -145,8 +148,8 @@ def test_restarts_are_chains_with_a_restart_coordinate(tiny_sim, tmp_path):
 
 
 def test_settings_round_trip():
-    settings = FitSettings(2, "advi", "none", 10, 0, 1, "{}")
-    assert FitSettings(**json.loads(json.dumps(settings.__dict__))) == settings
+    settings = FitSettings(2, "nuts", "{}", "cells", NutsSettings(draws=10, init="advi"), AdviSettings())
+    assert FitSettings.from_json(json.dumps(json.loads(settings.to_json()))) == settings
 
 
 def test_restarts_give_identical_numbers_on_any_executor(tiny_sim):
@@ -154,8 +157,7 @@ def test_restarts_give_identical_numbers_on_any_executor(tiny_sim):
 
     kwargs = {
         "method": "advi",
-        "draws": 20,
-        "advi_max_steps": 300,
+        "advi": {"draws": 20, "max_steps": 300},
         "progressbar": False,
         "restarts": 2,
         "random_seed": 8,
@@ -194,14 +196,10 @@ def test_nuts_from_advi_with_capped_trees(tiny_sim):
         tiny_sim.responses,
         2,
         method="nuts",
-        nuts_init="advi",
-        max_treedepth=3,
-        chains=2,
-        draws=30,
-        tune=30,
-        advi_max_steps=400,
         random_seed=6,
         progressbar=False,
+        nuts={"init": "advi", "max_treedepth": 3, "chains": 2, "draws": 30, "tune": 30},
+        advi={"max_steps": 400},
     )
     assert "elbo" in fit.children  # the initialising ADVI run is kept
     stats = fit["sample_stats"]
@@ -212,15 +210,15 @@ def test_nuts_from_advi_with_capped_trees(tiny_sim):
     assert list(fit["posterior"]["item"].values) == list(tiny_sim.responses.data["item"].values)
     assert fit["posterior"]["item"].dtype.kind == "U"
     settings, _, _ = fit_settings_from_attrs(fit)
-    assert settings.nuts_init == "advi" and settings.max_treedepth == 3
+    assert settings.nuts.init == "advi" and settings.nuts.max_treedepth == 3
 
 
 @pytest.mark.parametrize("sampler", ["nutpie", "pymc"])
 def test_thinned_nuts_keeps_every_thin_th_iteration_of_the_same_chain(tiny_sim, sampler):
-    kwargs = {"method": "nuts", "sampler": sampler, "chains": 2, "tune": 30, "max_treedepth": 3}
-    kwargs["random_seed"] = 2
-    full = fit_posterior(tiny_sim.responses, 2, draws=40, progressbar=False, **kwargs)
-    thinned = fit_posterior(tiny_sim.responses, 2, draws=20, thin=2, progressbar=False, **kwargs)
+    nuts = {"sampler": sampler, "chains": 2, "tune": 30, "max_treedepth": 3}
+    kwargs = {"method": "nuts", "random_seed": 2, "progressbar": False}
+    full = fit_posterior(tiny_sim.responses, 2, nuts={**nuts, "draws": 40}, **kwargs)
+    thinned = fit_posterior(tiny_sim.responses, 2, nuts={**nuts, "draws": 20, "thin": 2}, **kwargs)
     assert thinned["posterior"].sizes["draw"] == 20
     # intercepts do not depend on the per-draw rotation, so the draws compare directly
     np.testing.assert_allclose(
@@ -229,4 +227,4 @@ def test_thinned_nuts_keeps_every_thin_th_iteration_of_the_same_chain(tiny_sim, 
     steps = full["sample_stats"]["n_steps"].values
     np.testing.assert_array_equal(thinned["sample_stats"]["n_steps"], steps[:, 0::2] + steps[:, 1::2])
     settings, _, _ = fit_settings_from_attrs(thinned)
-    assert settings.thin == 2 and settings.draws == 20
+    assert settings.nuts.thin == 2 and settings.draws == 20

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from benchmirt_bayes.items import rank_items
+from benchmirt_bayes.analyses.items import rank_items
 from tests.conftest import constructed_posterior
 
 

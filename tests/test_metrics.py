@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from benchmirt_bayes.metrics import auc, calibration_table, prediction_metrics, spearman
+from benchmirt_bayes.analyses.metrics import auc, calibration_table, prediction_metrics, spearman
 
 
 def test_metrics_on_hand_computed_values():

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from benchmirt_bayes import fit_minibatch_advi
-from benchmirt_bayes.identification import procrustes
-from benchmirt_bayes.streaming import MatrixSource, StreamingSimulation, cell_uniforms
+from benchmirt_bayes.rotations import procrustes
+from benchmirt_bayes.simulation.streaming import MatrixSource, StreamingSimulation, cell_uniforms
 
 from .conftest import correlation
 
@@ -30,7 +30,7 @@ def stream():
 @pytest.fixture(scope="module")
 def stream_fit(stream):
     return fit_minibatch_advi(
-        stream, 2, llm_batch=100, item_batch=500, max_epochs=60, random_seed=1, progressbar=False
+        stream, 2, llm_batch=100, item_batch=500, max_epochs=60, draws=400, random_seed=1, progressbar=False
     )
 
 
@@ -70,36 +70,41 @@ def test_simulated_responses_follow_the_true_probabilities(stream):
 
 def test_minibatch_fit_recovers_the_truth(stream, stream_fit):
     truth = stream.truth
-    loading_est = stream_fit.means["loading"].values
+    loading_est = stream_fit["variational"]["loading_mean"].values
     ability_r = _aligned_correlations(
-        stream_fit.means["ability"].values, truth["ability"].values, loading_est, truth["loading"].values
+        stream_fit["variational"]["ability_mean"].values,
+        truth["ability"].values,
+        loading_est,
+        truth["loading"].values,
     )
     loading_r = _aligned_correlations(
         loading_est, truth["loading"].values, loading_est, truth["loading"].values
     )
-    intercept_r = correlation(stream_fit.means["intercept"], truth["intercept"])
+    intercept_r = correlation(stream_fit["variational"]["intercept_mean"], truth["intercept"])
     assert min(ability_r) > 0.97
     assert min(loading_r) > 0.85
     assert intercept_r > 0.95
-    assert stream_fit.elbo.values[-1] > stream_fit.elbo.values[0]
-    assert stream_fit.attrs["blocks_per_epoch"] == 2 * 4
+    assert stream_fit["elbo"]["elbo"].values[0, -1] > stream_fit["elbo"]["elbo"].values[0, 0]
+    assert stream_fit.attrs["benchmirt_blocks_per_epoch"] == 2 * 4
 
 
 def test_identification_leaves_predictions_unchanged(stream_fit):
-    raw = stream_fit.raw
-    before = raw["ability_loc"] @ raw["loading_loc"].T
-    after = stream_fit.means["ability"].values @ stream_fit.means["loading"].values.T
+    variational = stream_fit["variational"]
+    before = variational["raw_ability_loc"].values @ variational["raw_loading_loc"].values.T
+    after = variational["ability_mean"].values @ variational["loading_mean"].values.T
     np.testing.assert_allclose(after, before, atol=1e-8)
-    rotation = stream_fit.rotation
+    rotation = variational["rotation"].values
     np.testing.assert_allclose(rotation @ rotation.T, np.eye(2), atol=1e-12)
 
 
 def test_minibatch_fit_is_reproducible_from_its_seed(stream, stream_fit):
     again = fit_minibatch_advi(
-        stream, 2, llm_batch=100, item_batch=500, max_epochs=60, random_seed=1, progressbar=False
+        stream, 2, llm_batch=100, item_batch=500, max_epochs=60, draws=400, random_seed=1, progressbar=False
     )
-    np.testing.assert_array_equal(again.means["ability"].values, stream_fit.means["ability"].values)
-    assert again.attrs == stream_fit.attrs
+    np.testing.assert_array_equal(
+        again["variational"]["ability_mean"].values, stream_fit["variational"]["ability_mean"].values
+    )
+    assert again.attrs["benchmirt_settings"] == stream_fit.attrs["benchmirt_settings"]
     other = fit_minibatch_advi(
         stream,
         2,
@@ -110,16 +115,19 @@ def test_minibatch_fit_is_reproducible_from_its_seed(stream, stream_fit):
         random_seed=2,
         progressbar=False,
     )
-    assert not np.allclose(other.raw["ability_loc"], stream_fit.raw["ability_loc"])
+    assert not np.allclose(
+        other["variational"]["raw_ability_loc"].values, stream_fit["variational"]["raw_ability_loc"].values
+    )
 
 
 def test_samples_match_the_variational_moments(stream_fit):
-    draws = stream_fit.sample(400, seed=3)
+    draws = stream_fit["posterior"]
+    variational = stream_fit["variational"]
     assert draws["ability"].dims == ("chain", "draw", "llm", "dimension")
     np.testing.assert_allclose(
-        draws["ability"].mean(("chain", "draw")), stream_fit.means["ability"], atol=0.05
+        draws["ability"].mean(("chain", "draw")), variational["ability_mean"], atol=0.05
     )
-    np.testing.assert_allclose(draws["loading"].std(("chain", "draw")), stream_fit.sds["loading"], rtol=0.15)
+    np.testing.assert_allclose(draws["loading"].std(("chain", "draw")), variational["loading_sd"], rtol=0.15)
 
 
 def test_minibatch_agrees_with_full_data_advi(small_sim, advi_fit):
@@ -135,7 +143,10 @@ def test_minibatch_agrees_with_full_data_advi(small_sim, advi_fit):
     full_loading = advi_fit["posterior"]["loading"].mean(("chain", "draw")).values
     full_ability = advi_fit["posterior"]["ability"].mean(("chain", "draw")).values
     r = _aligned_correlations(
-        fit.means["ability"].values, full_ability, fit.means["loading"].values, full_loading
+        fit["variational"]["ability_mean"].values,
+        full_ability,
+        fit["variational"]["loading_mean"].values,
+        full_loading,
     )
     assert min(r) > 0.97
     source = MatrixSource(small_sim.responses)
@@ -155,7 +166,7 @@ def test_bad_settings_are_refused(stream):
 SHARDED_RUN = """
 import numpy as np, jax
 from benchmirt_bayes import fit_minibatch_advi, StreamingSimulation
-from benchmirt_bayes.minibatch import _placements
+from benchmirt_bayes.inference.minibatch import _placements
 assert len(jax.devices()) == 2, jax.devices()
 source = StreamingSimulation(n_llms=100, n_items=1000, seed=2)
 kw = dict(llm_batch=50, item_batch=250, max_epochs=3, min_epochs=3, anneal_epochs=0,
@@ -163,8 +174,10 @@ kw = dict(llm_batch=50, item_batch=250, max_epochs=3, min_epochs=3, anneal_epoch
 one = fit_minibatch_advi(source, 2, **kw)
 two = fit_minibatch_advi(source, 2, devices=2, **kw)
 for name in ("ability_loc", "loading_loc", "intercept_loc"):
-    np.testing.assert_allclose(one.raw[name], two.raw[name], atol=1e-5)
-np.testing.assert_allclose(one.elbo.values, two.elbo.values, rtol=1e-5)
+    np.testing.assert_allclose(
+        one["variational"][f"raw_{name}"].values, two["variational"][f"raw_{name}"].values, atol=1e-5
+    )
+np.testing.assert_allclose(one["elbo"]["elbo"].values, two["elbo"]["elbo"].values, rtol=1e-5)
 cols, _ = _placements(2, 250)
 block = jax.device_put(np.arange(250, dtype=np.int32), cols)
 assert len(block.sharding.device_set) == 2
@@ -185,3 +198,44 @@ def test_sharding_items_across_devices_gives_the_same_fit():
 def test_device_settings_are_checked(stream):
     with pytest.raises(ValueError, match="devices"):
         fit_minibatch_advi(stream, 2, devices=64, progressbar=False)
+
+
+def test_a_minibatch_fit_is_an_ordinary_fit_for_every_analysis(small_sim, tmp_path):
+    """Same identified DataTree as fit_posterior: the audits, rankings and the report accept it."""
+    from benchmirt_bayes import (
+        benchmark_correlations,
+        check_convergence,
+        fit_posterior,
+        rank_items,
+        write_report,
+    )
+
+    fit = fit_minibatch_advi(
+        small_sim.responses,
+        2,
+        llm_batch=30,
+        item_batch=230,
+        max_epochs=30,
+        draws=50,
+        random_seed=0,
+        progressbar=False,
+    )
+    advi = fit_posterior(
+        small_sim.responses, 2, method="advi", random_seed=0, advi={"draws": 5, "max_steps": 400}
+    )
+    for group in ("posterior", "observed_data", "sample_stats", "elbo"):
+        assert group in fit.children
+    for name, var in advi["posterior"].data_vars.items():
+        if name == "subgroup_intercept_offset":
+            continue  # the minibatch model has no subgroup offsets
+        assert fit["posterior"][name].dims == var.dims, name
+    assert list(fit["posterior"]["dimension"].values) == list(advi["posterior"]["dimension"].values)
+    assert set(advi.attrs) <= set(fit.attrs)
+    audit = benchmark_correlations(fit, n_draws=20)
+    assert set(audit.table["group"]) == set(small_sim.responses.benchmark_names)
+    ranking = rank_items(fit, n_draws=20)
+    assert len(ranking) == small_sim.responses.n_items and ranking["information_mean"].gt(0).all()
+    report = check_convergence(fit)
+    assert report.method == "minibatch_advi" and "relative_change_last_window" in report.table
+    page = write_report(fit, tmp_path / "report", ppc_draws=20).read_text()
+    assert "minibatch_advi" in page and "id='ppc'" in page and "id='elbo'" in page

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from benchmirt_bayes import fit_posterior, load_mirt_reference
-from benchmirt_bayes.identification import procrustes, tucker_congruence
-from benchmirt_bayes.real_data import load_mirt_coefficients
+from benchmirt_bayes.data.real_data import load_mirt_coefficients
+from benchmirt_bayes.rotations import procrustes, tucker_congruence
 
 from .conftest import correlation, shared_path
 
@@ -27,11 +27,9 @@ def test_lsat7_2pl_within_one_standard_error_of_mirt():
         1,
         spec="2pl",
         method="nuts",
-        draws=600,
-        tune=600,
-        chains=2,
         random_seed=7,
         progressbar=False,
+        nuts={"draws": 600, "tune": 600, "chains": 2},
     )
     loading, intercept = posterior_means(fit)
     # our posterior means are Monte Carlo estimates: allow their own error (2 MCSE) on top
@@ -56,11 +54,9 @@ def test_sat12_2pl_correlates_with_mirt():
         1,
         spec="2pl",
         method="nuts",
-        draws=400,
-        tune=400,
-        chains=2,
         random_seed=3,
         progressbar=False,
+        nuts={"draws": 400, "tune": 400, "chains": 2},
     )
     loading, intercept = posterior_means(fit)
     reference = load_mirt_coefficients(folder, "SAT12_1F_2PL")
@@ -72,7 +68,12 @@ def test_sat12_two_dimensions_match_mirt_up_to_rotation():
     folder = shared_path("mirt_reference")
     responses = load_mirt_reference(folder, "SAT12")
     fit = fit_posterior(
-        responses, 2, method="nuts", draws=400, tune=400, chains=2, random_seed=5, progressbar=False
+        responses,
+        2,
+        method="nuts",
+        random_seed=5,
+        progressbar=False,
+        nuts={"draws": 400, "tune": 400, "chains": 2},
     )
     loading, _ = posterior_means(fit)
     reference = load_mirt_coefficients(folder, "SAT12_2F_default")[["a1", "a2"]].to_numpy()

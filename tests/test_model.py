@@ -4,7 +4,7 @@ import pytensor
 import pytest
 
 from benchmirt_bayes import build_model, load_spec
-from benchmirt_bayes.model import whiten
+from benchmirt_bayes.model.pymc_model import whiten
 
 
 def test_variables_and_dims(tiny_sim):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from benchmirt_bayes import load_mirt_reference, load_open_llm_leaderboard, load_opencompass, load_xstest
-from benchmirt_bayes.real_data import load_mirt_coefficients, load_open_llm_leaderboard_reference
+from benchmirt_bayes.data.real_data import load_mirt_coefficients, load_open_llm_leaderboard_reference
 
 from .conftest import shared_path
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from benchmirt_bayes import check_convergence, fit_posterior, simulate_benchmirt
-from benchmirt_bayes.identification import procrustes, whitened_frame
+from benchmirt_bayes.rotations import procrustes, whitened_frame
 
 from .conftest import correlation
 
@@ -19,7 +19,12 @@ def sim():
 @pytest.fixture(scope="module")
 def nuts(sim):
     return fit_posterior(
-        sim.responses, 2, method="nuts", draws=1000, tune=1000, chains=4, random_seed=1, progressbar=False
+        sim.responses,
+        2,
+        method="nuts",
+        random_seed=1,
+        progressbar=False,
+        nuts={"draws": 1000, "tune": 1000, "chains": 4},
     )
 
 
@@ -68,7 +73,9 @@ def test_nuts_converges_on_identified_quantities(nuts):
 
 
 def test_advi_agrees_with_nuts_on_abilities(nuts, sim):
-    advi = fit_posterior(sim.responses, 2, method="advi", draws=500, random_seed=2, progressbar=False)
+    advi = fit_posterior(
+        sim.responses, 2, method="advi", random_seed=2, progressbar=False, advi={"draws": 500}
+    )
     a = nuts["posterior"]["ability"].mean(("chain", "draw")).values
     b = advi["posterior"]["ability"].mean(("chain", "draw")).values
     b = b @ procrustes(b, a)

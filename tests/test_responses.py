@@ -70,7 +70,7 @@ def test_long_and_wide_round_trip():
     assert wide.shape == (2, 3)
     items_rows = m.to_wide(orient="items")
     assert list(items_rows.columns[:2]) == ["benchmark", "subgroup"]
-    from benchmirt_bayes.loaders import from_long_frame
+    from benchmirt_bayes.data.loaders import from_long_frame
 
     again = from_long_frame(long)
     assert again == m
@@ -118,7 +118,7 @@ def test_constructor_lists_every_problem():
 
 
 def test_to_netcdf_round_trip(tmp_path):
-    from benchmirt_bayes.datasets import read_response_netcdf
+    from benchmirt_bayes.simulation.datasets import read_response_netcdf
 
     m = make_matrix([[1, 0, np.nan], [0, 1, 1]], benchmarks=["A", "A", "B"])
     m.to_netcdf(tmp_path / "m.nc")

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from benchmirt_bayes.selection import (
+from benchmirt_bayes.analyses.selection import (
     evaluate_subset,
     fidelity_summary,
     held_out_benchmark_error,
@@ -74,7 +74,7 @@ def test_information_selection_balances_benchmarks_and_beats_random(planted):
 @pytest.mark.slow
 def test_held_out_llm_error_on_a_small_real_fit():
     from benchmirt_bayes import fit_posterior
-    from benchmirt_bayes.real_data import load_open_llm_leaderboard
+    from benchmirt_bayes.data.real_data import load_open_llm_leaderboard
 
     data = load_open_llm_leaderboard(shared_path("open_llm_leaderboard_v1"))
     rng = np.random.default_rng(0)
@@ -91,10 +91,10 @@ def test_held_out_llm_error_on_a_small_real_fit():
         train,
         2,
         method="advi",
-        draws=60,
         random_seed=1,
         progressbar=False,
         spec={"ability": {"correlation": "none"}},
+        advi={"draws": 60},
     )
     # re-scoring the training LLMs from all their items gives back their fitted abilities
     rescored, _ = subset_estimates(fit, train, list(train.items), n_draws=20)

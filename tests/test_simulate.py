@@ -3,8 +3,8 @@ import pytest
 import xarray as xr
 
 from benchmirt_bayes import simulate_benchmirt
-from benchmirt_bayes.datasets import STORED_SIMULATION, load_builtin, write_simulated
-from benchmirt_bayes.simulate import DESIGN
+from benchmirt_bayes.simulation.datasets import STORED_SIMULATION, load_builtin, write_simulated
+from benchmirt_bayes.simulation.simulate import DESIGN
 
 from .conftest import correlation
 

@@ -11,12 +11,10 @@ def stable_nuts(tiny_sim):
         tiny_sim.responses,
         2,
         method="nuts",
-        draws=200,
-        tune=300,
-        chains=2,
         restarts=2,
         random_seed=21,
         progressbar=False,
+        nuts={"draws": 200, "tune": 300, "chains": 2},
     )
 
 
@@ -32,7 +30,9 @@ def test_well_specified_nuts_fit_is_stable(stable_nuts):
 def test_too_many_dimensions_is_unstable():
     """4 dimensions for 15 LLMs with a 2-dimension truth: the extra dimensions do not come back."""
     data = simulate_benchmirt(scale=0.004, n_llms=15, seed=5).responses
-    fit = fit_posterior(data, 4, method="advi", draws=100, restarts=3, random_seed=4, progressbar=False)
+    fit = fit_posterior(
+        data, 4, method="advi", restarts=3, random_seed=4, progressbar=False, advi={"draws": 100}
+    )
     report = check_stability(fit)
     assert not report.stable
     assert any("congruence" in r for r in report.reasons)
@@ -46,11 +46,10 @@ def test_advi_stopped_far_too_early_is_unstable(tiny_sim):
         tiny_sim.responses,
         2,
         method="advi",
-        draws=100,
         restarts=3,
-        advi_max_steps=40,
         random_seed=6,
         progressbar=False,
+        advi={"draws": 100, "max_steps": 40},
     )
     report = check_stability(fit)
     assert not report.stable

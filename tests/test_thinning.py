@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from benchmirt_bayes.thinning import energy_bfmi, kept_draws, thin_sample_stats
+from benchmirt_bayes.inference.thinning import kept_draws, thin_sample_stats
+from benchmirt_bayes.posterior import energy_bfmi
 
 
 def stats_dataset(n_chains=2, n_draws=6, seed=0):

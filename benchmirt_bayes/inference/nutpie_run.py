@@ -20,7 +20,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from benchmirt_bayes.thinning import kept_draws
+from benchmirt_bayes.inference.thinning import kept_draws
 
 
 def sample_nutpie(

@@ -35,10 +35,10 @@ import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
 
-from benchmirt_bayes.fused_likelihood import encode_responses, fused_loglik
-from benchmirt_bayes.identification import choose_anchor_benchmarks
-from benchmirt_bayes.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
-from benchmirt_bayes.spec import ModelSpec, load_spec
+from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
+from benchmirt_bayes.model.anchors import anchored_rows, resolve_anchors
+from benchmirt_bayes.model.response_models import BINARY
+from benchmirt_bayes.model.spec import ModelSpec, load_spec
 
 ITEM_VARIABLES = ("loading", "intercept")
 DENSE_LIKELIHOOD_MIN_SHARE = 0.5
@@ -55,8 +55,6 @@ class ModelIndex:
     benchmark_of_item: np.ndarray
     subgroup_keys: list[str]
     subgroup_of_item: np.ndarray
-    observed_flat: np.ndarray
-    observed_values: np.ndarray
     benchmark_of_subgroup: np.ndarray
 
     @classmethod
@@ -67,7 +65,6 @@ class ModelIndex:
             np.char.add(responses.benchmarks.astype(str), "/"), responses.subgroups.astype(str)
         )
         sub_codes, subgroup_keys = pd.factorize(keys)
-        flat = np.flatnonzero(responses.observed.ravel())
         benchmark_of_subgroup = np.zeros(len(subgroup_keys), dtype=np.int64)
         benchmark_of_subgroup[sub_codes] = bench_codes
         return cls(
@@ -75,8 +72,6 @@ class ModelIndex:
             bench_codes,
             list(map(str, subgroup_keys)),
             sub_codes,
-            flat,
-            responses.values.ravel()[flat].astype(np.int8),
             benchmark_of_subgroup,
         )
 
@@ -89,7 +84,7 @@ class ModelIndex:
 def dimension_names(n_dims: int, spec: ModelSpec) -> list[str]:
     """Dimension labels: the confirmatory names, else ``dim_1 ... dim_K``."""
     if spec.is_confirmatory:
-        return list(spec["confirmatory"]["dimensions"])
+        return spec.dimensions
     return [f"dim_{k + 1}" for k in range(n_dims)]
 
 
@@ -97,65 +92,11 @@ def loading_pattern(benchmarks: list[str], dims: list[str], spec: ModelSpec) -> 
     """``(benchmark, dimension)`` 0/1 mask of allowed loadings (all ones when exploratory)."""
     mask = np.ones((len(benchmarks), len(dims)))
     if spec.is_confirmatory:
-        pattern = spec["confirmatory"]["pattern"]
+        pattern = spec.pattern
         for b, bench in enumerate(benchmarks):
             if bench in pattern:
                 mask[b] = [1.0 if d in pattern[bench] else 0.0 for d in dims]
     return mask
-
-
-@dataclass(frozen=True)
-class Anchors:
-    """Units whose loading vectors form a lower-triangular matrix with positive diagonal.
-
-    ``kind`` is ``"benchmark"`` (anchor the benchmark mean loading vectors) or
-    ``"item"`` (anchor single items, used when there are fewer benchmarks than
-    dimensions); ``codes`` are benchmark or item positions, one per dimension.
-    """
-
-    kind: str
-    codes: list[int]
-    names: list[str]
-
-
-def resolve_anchors(
-    responses: ResponseMatrix, index: ModelIndex, n_dims: int, spec: ModelSpec
-) -> Anchors | None:
-    """The anchors a spec asks for (``None`` for confirmatory specs or ``anchors = "none"``)."""
-    if spec.is_confirmatory:
-        return None
-    wanted = spec.settings.get("identification", {}).get("anchors", "auto")
-    if wanted == "none":
-        return None
-    if isinstance(wanted, list):
-        unknown = [b for b in wanted if b not in index.benchmarks]
-        if unknown or len(wanted) != n_dims:
-            raise ValueError(
-                f"identification.anchors must name {n_dims} known benchmarks, got {wanted}"
-                + (f" (unknown: {unknown})" if unknown else "")
-            )
-        codes = [index.benchmarks.index(b) for b in wanted]
-        return Anchors("benchmark", codes, list(wanted))
-    if len(index.benchmarks) >= n_dims:
-        codes = choose_anchor_benchmarks(
-            responses.values, index.benchmark_of_item, len(index.benchmarks), n_dims
-        )
-        return Anchors("benchmark", codes, [index.benchmarks[c] for c in codes])
-    codes = choose_anchor_benchmarks(
-        responses.values, np.arange(responses.n_items), responses.n_items, n_dims
-    )
-    return Anchors("item", codes, [str(responses.items[c]) for c in codes])
-
-
-def _anchored(
-    free: pt.TensorVariable, anchors: Anchors, name: str, sigma: float, n_dims: int
-) -> pt.TensorVariable:
-    """Replace the anchor rows of ``free`` by a lower-triangular block with positive diagonal."""
-    diagonal = pm.HalfNormal(f"{name}_anchor_diagonal", sigma, dims="dimension")
-    rows = np.asarray(anchors.codes)
-    lower = np.tril(np.ones((n_dims, n_dims)), k=-1)
-    block = free[rows] * pt.as_tensor(lower) + pt.diag(diagonal)
-    return pt.set_subtensor(free[rows], block)
 
 
 def build_model(
@@ -216,7 +157,7 @@ def build_model(
     index = ModelIndex.from_responses(responses)
     likelihood = resolve_likelihood(responses, likelihood)
     pattern = loading_pattern(index.benchmarks, dims, spec)
-    anchors = resolve_anchors(responses, index, n_dims, spec)
+    anchors = resolve_anchors(responses, index.benchmarks, index.benchmark_of_item, n_dims, spec)
     coords = {
         LLM_DIM: responses.llms,
         ITEM_DIM: responses.items,
@@ -226,18 +167,18 @@ def build_model(
         "subgroup_key": index.subgroup_keys,
     }
     if likelihood == "cells":
-        coords["cell"] = np.arange(index.observed_flat.size)
-    ab, ld, ic = spec["ability"], spec["loading"], spec["intercept"]
+        coords["cell"] = np.arange(responses.n_observed)
+    ab, ld, ic = spec.ability, spec.loading, spec.intercept
     bench = index.benchmark_of_item
     with pm.Model(coords=coords) as model:
         # ---------------------------------------------------------- abilities
-        raw = pm.ZeroSumNormal("ability_raw", sigma=ab["sigma"], dims=("dimension", LLM_DIM))
-        if ab["correlation"] == "lkj" and n_dims > 1:
+        raw = pm.ZeroSumNormal("ability_raw", sigma=ab.sigma, dims=("dimension", LLM_DIM))
+        if ab.correlation == "lkj" and n_dims > 1:
             # PyMC 6's LKJCorr is the Cholesky factor of an LKJ correlation matrix
-            chol = pm.LKJCorr("ability_correlation_cholesky", n=n_dims, eta=ab["lkj_eta"])
+            chol = pm.LKJCorr("ability_correlation_cholesky", n=n_dims, eta=ab.lkj_eta)
             pm.Deterministic("ability_correlation", chol @ chol.T, dims=("dimension", "dimension_b"))
             ability = pm.Deterministic("ability", (chol @ raw).T, dims=(LLM_DIM, "dimension"))
-        elif ab["correlation"] == "whitened":
+        elif ab.correlation == "whitened":
             ability = pm.Deterministic("ability", whiten(raw.T, n_dims), dims=(LLM_DIM, "dimension"))
         else:
             ability = pm.Deterministic("ability", raw.T, dims=(LLM_DIM, "dimension"))
@@ -245,17 +186,17 @@ def build_model(
         # ----------------------------------------------------------- loadings
         pattern_t = pt.as_tensor(pattern)
         load_mean = pm.Normal(
-            "benchmark_loading_mean_free", 0.0, ld["mean_sigma"], dims=("benchmark", "dimension")
+            "benchmark_loading_mean_free", 0.0, ld.mean_sigma, dims=("benchmark", "dimension")
         )
         if anchors is not None and anchors.kind == "benchmark":
-            load_mean = _anchored(load_mean, anchors, "benchmark_loading", ld["mean_sigma"], n_dims)
+            load_mean = anchored_rows(load_mean, anchors, "benchmark_loading", ld.mean_sigma, n_dims)
         load_mean = pm.Deterministic("benchmark_loading_mean", load_mean, dims=("benchmark", "dimension"))
-        load_spread = pm.HalfNormal("benchmark_loading_spread", ld["spread_sigma"], dims="benchmark")
+        load_spread = pm.HalfNormal("benchmark_loading_spread", ld.spread_sigma, dims="benchmark")
         centre = (load_mean * pattern_t)[bench]
         scale = load_spread[bench][:, None] * pattern_t[bench]
-        if ld["noncentered"]:
+        if ld.noncentered:
             z = pm.Normal("loading_z", 0.0, 1.0, dims=(ITEM_DIM, "dimension"))
-            if ld["zero_sum"]:
+            if ld.zero_sum:
                 # deviations sum to zero within each benchmark: the benchmark mean is then
                 # its items' average loading, with no ridge against all of their z-scores
                 z = z - _group_means(z, bench, len(index.benchmarks))[bench]
@@ -264,18 +205,18 @@ def build_model(
             free = pm.Normal("loading_free", centre, pt.maximum(scale, 1e-6), dims=(ITEM_DIM, "dimension"))
             loading = free * pattern_t[bench]
         if anchors is not None and anchors.kind == "item":
-            loading = _anchored(loading, anchors, "item_loading", ld["mean_sigma"] * 2, n_dims)
+            loading = anchored_rows(loading, anchors, "item_loading", ld.mean_sigma * 2, n_dims)
         loading = pm.Deterministic("loading", loading, dims=(ITEM_DIM, "dimension"))
 
         # --------------------------------------------------------- intercepts
-        int_mean = pm.Normal("benchmark_intercept_mean", ic["mean_mu"], ic["mean_sigma"], dims="benchmark")
-        int_spread = pm.HalfNormal("benchmark_intercept_spread", ic["spread_sigma"], dims="benchmark")
+        int_mean = pm.Normal("benchmark_intercept_mean", ic.mean_mu, ic.mean_sigma, dims="benchmark")
+        int_spread = pm.HalfNormal("benchmark_intercept_spread", ic.spread_sigma, dims="benchmark")
         int_centre = int_mean[bench]
         if index.has_subgroups:
             # offsets sum to zero within each benchmark: otherwise the benchmark mean and
             # its subgroups' offsets trade off freely and never mix
             raw_offset = pm.Normal(
-                "subgroup_intercept_offset_raw", 0.0, ic["subgroup_sigma"], dims="subgroup_key"
+                "subgroup_intercept_offset_raw", 0.0, ic.subgroup_sigma, dims="subgroup_key"
             )
             bench_of_key = np.asarray(index.benchmark_of_subgroup)
             group_mean = _group_means(raw_offset, bench_of_key, len(index.benchmarks))
@@ -283,22 +224,14 @@ def build_model(
                 "subgroup_intercept_offset", raw_offset - group_mean[bench_of_key], dims="subgroup_key"
             )
             int_centre = int_centre + offset[index.subgroup_of_item]
-        if ic["noncentered"]:
+        if ic.noncentered:
             zi = pm.Normal("intercept_z", 0.0, 1.0, dims=ITEM_DIM)
             intercept = pm.Deterministic("intercept", int_centre + int_spread[bench] * zi, dims=ITEM_DIM)
         else:
             intercept = pm.Normal("intercept", int_centre, int_spread[bench], dims=ITEM_DIM)
 
         # --------------------------------------------------------- likelihood
-        if likelihood == "fused":
-            _fused_bernoulli("correct", ability, loading, intercept, responses)
-        else:
-            logits = ability @ loading.T + intercept[None, :]
-            if likelihood == "cells":
-                observed_logits = logits.ravel()[index.observed_flat]
-                pm.Bernoulli("correct", logit_p=observed_logits, observed=index.observed_values, dims="cell")
-            else:
-                _dense_bernoulli("correct", logits, responses.observed, responses.values)
+        BINARY.pymc_term("correct", ability, loading, intercept, responses, likelihood)
     model.benchmirt_likelihood = likelihood
     model.benchmirt_anchors = anchors  # which units fix the rotation (None: post-hoc alignment only)
     return model
@@ -366,59 +299,3 @@ def whiten(x: pt.TensorVariable, n_cols: int | None = None) -> pt.TensorVariable
         t = 0.5 * (3.0 * identity - z @ y)
         y, z = y @ t, t @ z
     return x @ z / pt.sqrt(scale)
-
-
-def _draw_bernoulli_logit(eta: np.ndarray, rng: np.random.Generator, size) -> np.ndarray:
-    """Responses drawn from Bernoulli(sigmoid(eta)), as int8 (the random method of both matrix forms)."""
-    return rng.binomial(1, 1 / (1 + np.exp(-eta)), size=size).astype(np.int8)
-
-
-def _dense_bernoulli(
-    name: str, logits: pt.TensorVariable, observed: np.ndarray, values: np.ndarray
-) -> pt.TensorVariable:
-    """Bernoulli(logit) over the whole matrix; unobserved cells add zero to the log density."""
-    mask = pt.as_tensor(np.asarray(observed, dtype=bool))
-    filled = np.where(observed, values, 0).astype(np.int8)
-
-    def logp(value: pt.TensorVariable, eta: pt.TensorVariable) -> pt.TensorVariable:
-        return pt.switch(mask, value * eta - pt.softplus(eta), 0.0)
-
-    def random(eta: np.ndarray, rng: np.random.Generator, size: tuple[int, ...]) -> np.ndarray:
-        return _draw_bernoulli_logit(eta, rng, size)
-
-    return pm.CustomDist(
-        name, logits, logp=logp, random=random, observed=filled, dims=(LLM_DIM, ITEM_DIM), dtype="int8"
-    )
-
-
-def _fused_bernoulli(
-    name: str,
-    ability: pt.TensorVariable,
-    loading: pt.TensorVariable,
-    intercept: pt.TensorVariable,
-    responses: ResponseMatrix,
-) -> pt.TensorVariable:
-    """Bernoulli(logit) over the whole matrix as one multivariate term with a fused gradient.
-
-    The observed value is the int8 matrix with ``MISSING`` (-1) in unobserved cells.
-    """
-
-    def logp(value, ability, loading, intercept):
-        return fused_loglik(value, ability, loading, intercept)
-
-    def random(ability, loading, intercept, rng, size):
-        eta = ability @ loading.T + intercept
-        return _draw_bernoulli_logit(eta, rng, (*(size or ()), *eta.shape))  # size: batch shape only
-
-    return pm.CustomDist(
-        name,
-        ability,
-        loading,
-        intercept,
-        logp=logp,
-        random=random,
-        signature="(llm,dim),(item,dim),(item)->(llm,item)",
-        observed=encode_responses(responses.values, responses.observed),
-        dims=(LLM_DIM, ITEM_DIM),
-        dtype="int8",
-    )

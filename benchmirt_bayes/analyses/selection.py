@@ -35,14 +35,14 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy.special import expit
 
+from benchmirt_bayes.analyses.metrics import spearman
+from benchmirt_bayes.analyses.scoring import ItemDraws, ability_samples, probabilities_for_samples
 from benchmirt_bayes.batch import ExecutorArg, fields_fingerprint, run_batch
-from benchmirt_bayes.identification import procrustes
-from benchmirt_bayes.inference import responses_from_tree
-from benchmirt_bayes.metrics import spearman
-from benchmirt_bayes.responses import ResponseMatrix
-from benchmirt_bayes.scoring import ItemDraws, ability_samples, probabilities_for_samples
+from benchmirt_bayes.data.responses import ResponseMatrix
+from benchmirt_bayes.model.response_models import BINARY, linear_predictor, mdisc, multidimensional_difficulty
+from benchmirt_bayes.posterior import point_parameters, responses_from_tree
+from benchmirt_bayes.rotations import procrustes
 
 SelectionMethod = Literal["published", "information", "random"]
 METHODS = ("published", "information", "random")
@@ -59,15 +59,6 @@ def _target_size(n_total: int, fraction: float | None, n_items: int | None) -> i
     if not 1 <= n_items <= n_total:
         raise ValueError(f"n_items must be between 1 and {n_total}, got {n_items}")
     return int(n_items)
-
-
-def point_parameters(posterior: xr.DataTree) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """Posterior means: ``loading (item, dim)``, ``intercept (item)``, ``ability (llm, dim)``, dims."""
-    post = posterior["posterior"]
-    loading = post["loading"].mean(("chain", "draw")).transpose("item", "dimension").values
-    intercept = post["intercept"].mean(("chain", "draw")).values
-    ability = post["ability"].mean(("chain", "draw")).transpose("llm", "dimension").values
-    return loading, intercept, ability, list(map(str, post["dimension"].values))
 
 
 def select_items(
@@ -128,8 +119,7 @@ def select_items(
 def _published(
     loading: np.ndarray, intercept: np.ndarray, dim_index: list[int], share: float, size: int, n_bins: int
 ) -> np.ndarray:
-    mdisc = np.sqrt((loading**2).sum(axis=1))
-    difficulty = -intercept / mdisc
+    difficulty = multidimensional_difficulty(intercept, mdisc(loading))
     order = np.argsort(difficulty, kind="stable")
     bins = np.empty(len(order), dtype=np.int64)
     bins[order] = np.arange(len(order)) * n_bins // len(order)  # equal-count bins
@@ -159,8 +149,7 @@ def _greedy_information(
     benchmarks: np.ndarray,
     size: int,
 ) -> np.ndarray:
-    prob = expit(ability @ loading.T + intercept)  # (llm, item)
-    weight = prob * (1 - prob)
+    weight = BINARY.information_weight(linear_predictor(ability, loading, intercept))  # (llm, item)
     a = loading[:, dim_index]  # (item, k)
     n_llm, k = ability.shape[0], len(dim_index)
     precision_inv = np.repeat(np.eye(k)[None], n_llm, axis=0)  # prior precision = identity

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.identification import procrustes, tucker_congruence
+from benchmirt_bayes.rotations import procrustes, tucker_congruence
 
 
 @dataclass

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import xarray as xr
 
+from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.errors import ResponseDataError
-from benchmirt_bayes.responses import ResponseMatrix
-from benchmirt_bayes.simulate import SimulatedBenchmark, simulate_benchmirt
+from benchmirt_bayes.simulation.simulate import SimulatedBenchmark, simulate_benchmirt
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 STORED_SIMULATION = DATA_DIR / "benchmirt_simulated.nc"
 REGENERATE_COMMAND = "benchmirt simulate --scale 1.0 --seed 20260301 --out data/benchmirt_simulated.nc"
 

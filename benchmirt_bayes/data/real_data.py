@@ -11,9 +11,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from benchmirt_bayes.data.loaders import from_wide_frame, read_table
+from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.errors import ResponseDataError
-from benchmirt_bayes.loaders import from_wide_frame, read_table
-from benchmirt_bayes.responses import ResponseMatrix
 
 OPEN_LLM_BENCHMARKS = ("arc", "gsm8k", "mmlu", "truthfulqa", "winogrande")
 

@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.inference import KEPT_VARIABLES
-from benchmirt_bayes.thinning import energy_bfmi
+from benchmirt_bayes.posterior import KEPT_VARIABLES, OPTIMISATION_METHODS, energy_bfmi
 
 # every identified variable a fit returns, less those with structurally constant elements
 # (zero offsets of single-subgroup benchmarks, the unit diagonal of a correlation matrix)
@@ -99,7 +98,7 @@ def check_convergence(
     """
     method = posterior.attrs.get("benchmirt_method", "nuts")
     names = [v for v in (var_names or DEFAULT_VARIABLES) if v in posterior["posterior"]]
-    if method in ("advi", "fullrank_advi"):
+    if method in OPTIMISATION_METHODS:
         return _check_advi(posterior, elbo_tolerance)
     if method == "map":
         table = pd.DataFrame({"note": ["a MAP fit is one point: no convergence diagnostics"]})

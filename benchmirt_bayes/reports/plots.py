@@ -14,7 +14,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from benchmirt_bayes.stability import restart_means
+from benchmirt_bayes.diagnostics.stability import restart_means
 
 
 def diagnostic_quantities(
@@ -318,7 +318,7 @@ def plot_fidelity(table, *, target: str = "full_ability", metric: str = "spearma
     Lines are means over repeats (and dimensions or benchmarks); bands span the
     5–95 % range over the random repeats.
     """
-    from benchmirt_bayes.selection import fidelity_summary
+    from benchmirt_bayes.analyses.selection import fidelity_summary
 
     summary = fidelity_summary(table).loc[target]
     fig, ax = plt.subplots(figsize=(6, 4))

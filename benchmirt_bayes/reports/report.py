@@ -12,17 +12,17 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.diagnostics import check_convergence
-from benchmirt_bayes.inference import responses_from_tree
-from benchmirt_bayes.plots import (
+from benchmirt_bayes.analyses.predictive import predicted_group_scores
+from benchmirt_bayes.diagnostics.convergence import check_convergence
+from benchmirt_bayes.diagnostics.stability import check_stability
+from benchmirt_bayes.posterior import responses_from_tree
+from benchmirt_bayes.reports.plots import (
     plot_elbo,
     plot_energy,
     plot_ppc,
     plot_restart_loadings,
     plot_trace_rank,
 )
-from benchmirt_bayes.predictive import predicted_group_scores
-from benchmirt_bayes.stability import check_stability
 
 SECTION_IDS = ("data", "convergence", "summary", "traces", "energy", "ppc", "elbo", "stability")
 _STYLE = """

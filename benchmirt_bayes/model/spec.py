@@ -15,9 +15,9 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
 SPEC_DIRS = (_PACKAGE_DIR / "models", _PACKAGE_DIR.parent / "models")
 DEFAULT_SPEC = "exploratory"
 
@@ -40,8 +40,39 @@ _SECTIONS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "identification": {"anchors": (str, list)},
 }
 # fields a spec may leave out, with the value that applies then (older specs, e.g. those
-# stored in the attrs of earlier fits, predate them)
-_OPTIONAL: dict[str, dict[str, Any]] = {"loading": {"zero_sum": False}}
+# stored in the attrs of earlier fits, predate them); the shipped spec files set every field
+_OPTIONAL: dict[str, dict[str, Any]] = {"loading": {"zero_sum": False}, "identification": {"anchors": "none"}}
+AbilityCorrelation = Literal["whitened", "none", "lkj"]
+
+
+@dataclass(frozen=True)
+class AbilityPrior:
+    """``[ability]``: zero-sum normal abilities of scale ``sigma`` (see ``exploratory.toml``)."""
+
+    sigma: float
+    correlation: AbilityCorrelation
+    lkj_eta: float
+
+
+@dataclass(frozen=True)
+class LoadingPrior:
+    """``[loading]``: benchmark mean ``N(0, mean_sigma)``, isotropic spread ``HalfNormal(spread_sigma)``."""
+
+    mean_sigma: float
+    spread_sigma: float
+    noncentered: bool
+    zero_sum: bool
+
+
+@dataclass(frozen=True)
+class InterceptPrior:
+    """``[intercept]``: benchmark mean ``N(mean_mu, mean_sigma)``, spread and subgroup offset scales."""
+
+    mean_mu: float
+    mean_sigma: float
+    spread_sigma: float
+    subgroup_sigma: float
+    noncentered: bool
 
 
 @dataclass(frozen=True)
@@ -64,7 +95,37 @@ class ModelSpec:
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __getitem__(self, section: str) -> dict[str, Any]:
-        return {**_OPTIONAL.get(section, {}), **self.settings[section]}
+        return {**_OPTIONAL.get(section, {}), **self.settings.get(section, {})}
+
+    @property
+    def ability(self) -> AbilityPrior:
+        """The ``[ability]`` section."""
+        return AbilityPrior(**self["ability"])
+
+    @property
+    def loading(self) -> LoadingPrior:
+        """The ``[loading]`` section."""
+        return LoadingPrior(**self["loading"])
+
+    @property
+    def intercept(self) -> InterceptPrior:
+        """The ``[intercept]`` section."""
+        return InterceptPrior(**self["intercept"])
+
+    @property
+    def anchors(self) -> str | list[str]:
+        """``[identification] anchors``: ``"none"`` (default), ``"auto"`` or benchmark names."""
+        return self["identification"]["anchors"]
+
+    @property
+    def dimensions(self) -> list[str] | None:
+        """Confirmatory dimension names (``None`` for exploratory specs)."""
+        return list(self["confirmatory"]["dimensions"]) if self.is_confirmatory else None
+
+    @property
+    def pattern(self) -> dict[str, list[str]]:
+        """Confirmatory benchmark → allowed dimensions (empty for exploratory specs)."""
+        return dict(self["confirmatory"].get("pattern", {}))
 
     @property
     def is_confirmatory(self) -> bool:
@@ -171,7 +232,7 @@ def validate_spec(spec: ModelSpec) -> None:
             "ability.correlation = 'lkj' needs a [confirmatory] pattern: in an exploratory model "
             "correlated abilities and rotated loadings are not separately identified"
         )
-    anchors = spec.settings.get("identification", {}).get("anchors", "auto")
+    anchors = spec.anchors
     if isinstance(anchors, str) and anchors not in ("auto", "none"):
         problems.append(f"identification.anchors must be 'auto', 'none' or a list, got {anchors!r}")
     if spec.is_confirmatory:

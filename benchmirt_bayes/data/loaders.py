@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix, value_problems
 from benchmirt_bayes.errors import ResponseDataError, limit_listing
-from benchmirt_bayes.responses import ITEM_DIM, LLM_DIM, ResponseMatrix, value_problems
 
 Format = Literal["auto", "long", "wide", "wide_items", "pyirt", "lm_eval"]
 TableLike = pd.DataFrame | str | Path

@@ -12,10 +12,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy.special import expit
 
-from benchmirt_bayes.inference import responses_from_tree
-from benchmirt_bayes.predictive import thinned_draws
+from benchmirt_bayes.model.response_models import BINARY, linear_predictor, mdisc, multidimensional_difficulty
+from benchmirt_bayes.posterior import responses_from_tree, thinned_draws
 
 RankBy = Literal["information", "discrimination", "difficulty"]
 
@@ -43,7 +42,7 @@ def item_information_draws(
     loading = draws["loading"].transpose("sample_index", "item", "dimension").values
     intercept = draws["intercept"].transpose("sample_index", "item").values
     if dimension is None:
-        weight = (loading**2).sum(axis=-1)
+        weight = mdisc(loading) ** 2
     else:
         dims = list(map(str, draws["dimension"].values))
         if dimension not in dims:
@@ -51,8 +50,8 @@ def item_information_draws(
         weight = loading[..., dims.index(dimension)] ** 2
     info = np.empty(intercept.shape)
     for s in range(ability.shape[0]):
-        prob = expit(ability[s] @ loading[s].T + intercept[s])
-        info[s] = (prob * (1 - prob)).mean(axis=0) * weight[s]
+        eta = linear_predictor(ability[s], loading[s], intercept[s])
+        info[s] = BINARY.information_weight(eta).mean(axis=0) * weight[s]
     return info, draws
 
 
@@ -126,12 +125,12 @@ def rank_items(
     loading = draws["loading"].transpose("sample_index", "item", "dimension").values
     intercept = draws["intercept"].transpose("sample_index", "item").values
     dims = list(map(str, draws["dimension"].values))
-    mdisc = np.sqrt((loading**2).sum(axis=-1))
-    difficulty = -intercept / mdisc
+    discrimination = mdisc(loading)
+    difficulty = multidimensional_difficulty(intercept, discrimination)
     if by == "information":
         score = info
     elif by == "discrimination":
-        score = mdisc if dimension is None else loading[..., dims.index(dimension)]
+        score = discrimination if dimension is None else loading[..., dims.index(dimension)]
     else:
         score = difficulty
     groups = (
@@ -148,7 +147,7 @@ def rank_items(
     out = pd.DataFrame(index=pd.Index(responses.items.astype(str), name="item"))
     out["benchmark"] = responses.benchmarks.astype(str)
     out["subgroup"] = responses.subgroups.astype(str)
-    for name, values in (("mdisc", mdisc), ("difficulty", difficulty), ("information", info)):
+    for name, values in (("mdisc", discrimination), ("difficulty", difficulty), ("information", info)):
         out[f"{name}_mean"] = values.mean(axis=0)
         out[f"{name}_lower"] = np.quantile(values, tail, axis=0)
         out[f"{name}_upper"] = np.quantile(values, 1 - tail, axis=0)

@@ -17,11 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy.special import expit
 
-from benchmirt_bayes.inference import responses_from_tree
-from benchmirt_bayes.predictive import thinned_draws
-from benchmirt_bayes.spec import ModelSpec
+from benchmirt_bayes.model.response_models import BINARY, linear_predictor
+from benchmirt_bayes.posterior import fit_spec, responses_from_tree, thinned_draws
 
 
 # ------------------------------------------------------------------ the core
@@ -38,7 +36,7 @@ def laplace_sir(
 ) -> np.ndarray:
     """Samples of logistic-regression weights, one regression per (unit, draw).
 
-    Model: ``y_un ~ Bernoulli(sigmoid(design_sn · w_us + offset_sn))`` with
+    Model: ``y_un ~ BernoulliLogit(design_sn · w_us + offset_sn)`` with
     prior ``w_us ~ N(prior_mean, diag(prior_var))``.
 
     Parameters
@@ -116,16 +114,15 @@ def laplace_sir(
 def _objective(design, offset, y, mask, w, mean, var):
     """Unnormalised log posterior at ``w (unit, draw, p)``."""
     eta = np.einsum("snp,usp->usn", design, w) + offset[None]
-    loglik = np.sum((y[:, None, :] * eta - np.logaddexp(0.0, eta)) * mask[:, None, :], axis=-1)
+    loglik = np.sum(BINARY.log_likelihood(y[:, None, :], eta) * mask[:, None, :], axis=-1)
     return loglik - 0.5 * np.sum((w - mean) ** 2 / var, axis=-1)
 
 
 def _gradient_hessian(design, offset, y, mask, w, mean, var):
     eta = np.einsum("snp,usp->usn", design, w) + offset[None]
-    prob = expit(eta)
-    resid = (y[:, None, :] - prob) * mask[:, None, :]
+    resid = BINARY.score_residual(y[:, None, :], eta) * mask[:, None, :]
     grad = np.einsum("snp,usn->usp", design, resid) - (w - mean) / var
-    weight = prob * (1.0 - prob) * mask[:, None, :]
+    weight = BINARY.information_weight(eta) * mask[:, None, :]
     hess = -np.einsum("snp,usn,snq->uspq", design, weight, design)
     idx = np.arange(w.shape[-1])
     hess[..., idx, idx] -= 1.0 / var
@@ -135,7 +132,7 @@ def _gradient_hessian(design, offset, y, mask, w, mean, var):
 def _log_density(design, offset, y, mask, w, mean, var):
     """Unnormalised log posterior at ``w (unit, draw, m, p)``."""
     eta = np.einsum("snp,usmp->usmn", design, w) + offset[None, :, None, :]
-    loglik = y[:, None, None, :] * eta - np.logaddexp(0.0, eta)
+    loglik = BINARY.log_likelihood(y[:, None, None, :], eta)
     loglik = np.sum(loglik * mask[:, None, None, :], axis=-1)
     prior = -0.5 * np.sum((w - mean[:, :, None, :]) ** 2 / var[:, :, None, :], axis=-1)
     return loglik + prior
@@ -158,13 +155,9 @@ class ItemDraws:
         draws = thinned_draws(posterior, n_draws, seed=seed)
         loading = draws["loading"].transpose("sample_index", "item", "dimension")
         intercept = draws["intercept"].transpose("sample_index", "item")
-        spec = (
-            ModelSpec.from_json(posterior.attrs["benchmirt_spec"])
-            if "benchmirt_spec" in posterior.attrs
-            else None
-        )
-        sigma = float(spec["ability"]["sigma"]) if spec is not None else 1.0
-        if spec is not None and spec["ability"]["correlation"] == "whitened":
+        spec = fit_spec(posterior)
+        sigma = float(spec.ability.sigma) if spec is not None else 1.0
+        if spec is not None and spec.ability.correlation == "whitened":
             sigma = 1.0  # the fitted LLMs' abilities have unit sample variance whatever sigma is
         k = loading.sizes["dimension"]
         cov = np.eye(k) * sigma**2
@@ -225,8 +218,8 @@ def probabilities_for_samples(item_draws: ItemDraws, samples: np.ndarray, column
     draw_of_sample = np.arange(samples.shape[1]) // per_draw
     loading = item_draws.loading[draw_of_sample][:, columns, :]  # (sample, item, dim)
     intercept = item_draws.intercept[draw_of_sample][:, columns]
-    eta = np.einsum("usk,sik->usi", samples, loading) + intercept[None]
-    return expit(eta)
+    eta = linear_predictor(samples[:, :, None, :], loading, intercept)[:, :, 0, :]  # (unit, sample, item)
+    return BINARY.expected_score(eta)
 
 
 # ---------------------------------------------------------------- score_llm
@@ -333,11 +326,12 @@ def expected_information(item_draws: ItemDraws, samples: np.ndarray, candidates:
     ``E[p(1-p) a aᵀ]`` with each sample paired with its item draw, so item
     uncertainty is integrated as well.
     """
-    probs = probabilities_for_samples(item_draws, samples[None], candidates)[0]  # (sample, cand)
     per_draw = samples.shape[0] // item_draws.loading.shape[0]
-    loading = item_draws.loading[np.arange(samples.shape[0]) // per_draw][:, candidates, :]
-    weight = probs * (1 - probs)
-    return np.einsum("sc,sck,scl->ckl", weight, loading, loading) / samples.shape[0]
+    draw_of_sample = np.arange(samples.shape[0]) // per_draw
+    loading = item_draws.loading[draw_of_sample][:, candidates, :]  # (sample, cand, dim)
+    intercept = item_draws.intercept[draw_of_sample][:, candidates]
+    eta = linear_predictor(samples[:, None, :], loading, intercept)[:, 0, :]  # (sample, cand)
+    return BINARY.information(eta, loading).mean(axis=0)
 
 
 def adaptive_test(

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from benchmirt_bayes.posterior import energy_bfmi
+
 # statistics that count gradient evaluations: a kept draw carries the cost of its block
 SUMMED_STATS = ("n_steps", "tree_size")
 
@@ -66,6 +68,4 @@ def thin_sample_stats(stats: xr.Dataset, thin: int) -> xr.Dataset:
     return result
 
 
-def energy_bfmi(energy: np.ndarray) -> np.ndarray:
-    """E-BFMI of each chain (rows of ``energy``, consecutive iterations)."""
-    return np.square(np.diff(energy, axis=1)).mean(axis=1) / energy.var(axis=1)
+# END

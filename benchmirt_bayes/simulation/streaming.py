@@ -23,8 +23,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .errors import MissingExtraError
-from .responses import ResponseMatrix
+from benchmirt_bayes.data.responses import ResponseMatrix
+from benchmirt_bayes.errors import MissingExtraError
+from benchmirt_bayes.model.response_models import BINARY, linear_predictor
 
 
 def import_jax() -> Any:
@@ -199,11 +200,28 @@ class StreamingSimulation:
         """Responses and observed mask of ``rows × cols`` (made on demand, traceable)."""
         jnp = import_jax()
         ability, loading, intercept = self._device_truth()
-        logits = ability[rows] @ loading[cols].T + intercept[cols][None, :]
-        prob = 1.0 / (1.0 + jnp.exp(-logits))
+        eta = linear_predictor(ability[rows], loading[cols], intercept[cols])
+        prob = BINARY.expected_score(eta, xp=jnp)
         correct = (cell_uniforms(rows, cols, self.seed, 1) < prob).astype(jnp.float32)
         observed = (cell_uniforms(rows, cols, self.seed, 2) >= self.missing_share).astype(jnp.float32)
         return correct, observed
+
+    def to_responses(self) -> ResponseMatrix:
+        """The whole matrix as a :class:`ResponseMatrix` (only for sizes that fit in memory)."""
+        values = self.block_numpy(np.arange(self.n_llms), np.arange(self.n_items))
+        names = np.asarray(self.benchmarks)[self.item_benchmark]
+        data = xr.DataArray(
+            values,
+            dims=("llm", "item"),
+            coords={
+                "llm": self.llms,
+                "item": self.items,
+                "benchmark": ("item", names),
+                "subgroup": ("item", names),
+            },
+            name="correct",
+        )
+        return ResponseMatrix(data)
 
     def block_numpy(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """One block as a NumPy array with NaN for missing cells (for checks and tests)."""

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from benchmirt_bayes.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
+from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
+from benchmirt_bayes.model.response_models import BINARY, linear_predictor, mdisc, multidimensional_difficulty
 
 DIMENSIONS = ("safety", "reasoning")
 
@@ -168,8 +169,7 @@ def simulate_benchmirt(
     loading = np.concatenate(loadings)
     intercept = np.concatenate(intercepts)
 
-    logits = ability @ loading.T + intercept
-    responses = (rng.random(logits.shape) < 1 / (1 + np.exp(-logits))).astype(float)
+    responses = BINARY.draw(linear_predictor(ability, loading, intercept), rng).astype(float)
     responses[rng.random(responses.shape) < missing_share] = np.nan
     # every LLM and item keeps at least one observation
     responses[0, np.isnan(responses).all(axis=0)] = 1.0
@@ -184,14 +184,14 @@ def simulate_benchmirt(
         "category": (ITEM_DIM, np.array(kinds)),
     }
     matrix = ResponseMatrix(xr.DataArray(responses, dims=(LLM_DIM, ITEM_DIM), coords=coords, name="correct"))
-    norm = np.linalg.norm(loading, axis=1)
+    discrimination = mdisc(loading)
     truth = xr.Dataset(
         {
             "ability": ((LLM_DIM, "dimension"), ability),
             "loading": ((ITEM_DIM, "dimension"), loading),
             "intercept": ((ITEM_DIM,), intercept),
-            "difficulty": ((ITEM_DIM,), -intercept / norm),
-            "mdisc": ((ITEM_DIM,), norm),
+            "difficulty": ((ITEM_DIM,), multidimensional_difficulty(intercept, discrimination)),
+            "mdisc": ((ITEM_DIM,), discrimination),
         },
         coords={**coords, "dimension": list(DIMENSIONS)},
         attrs={"seed": seed, "scale": scale, "n_llms": n_llms, "missing_share": missing_share},

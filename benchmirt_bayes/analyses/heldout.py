@@ -22,23 +22,24 @@ infinite log loss).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy.special import expit
 
-from benchmirt_bayes.batch import ExecutorArg, fields_fingerprint, run_batch
-from benchmirt_bayes.metrics import LOWER_IS_BETTER, calibration_table, prediction_metrics, spearman
-from benchmirt_bayes.predictive import thinned_draws
-from benchmirt_bayes.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
-from benchmirt_bayes.scoring import ItemDraws, ability_samples, laplace_sir, probabilities_for_samples
-from benchmirt_bayes.spec import ModelSpec
+from benchmirt_bayes.analyses.metrics import spearman
+from benchmirt_bayes.analyses.scoring import (
+    ItemDraws,
+    ability_samples,
+    laplace_sir,
+    probabilities_for_samples,
+)
+from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
+from benchmirt_bayes.model.response_models import BINARY, cell_linear_predictor, linear_predictor
+from benchmirt_bayes.model.spec import ModelSpec
+from benchmirt_bayes.posterior import fit_spec, responses_from_tree, thinned_draws
 
 Scheme = Literal["cells", "llms", "items"]
 SCHEMES = ("cells", "llms", "items")
@@ -97,47 +98,6 @@ def fold_split(
     return FoldSplit(ResponseMatrix(train_data, validate=False), known, test, held)
 
 
-def fold_seed(seed: int, fold: int, n_dims: int) -> int:
-    """The fit seed of one (fold, n_dims) task, derived from the run's seed."""
-    return int(np.random.SeedSequence([seed, fold, n_dims]).generate_state(1)[0])
-
-
-@dataclass(frozen=True)
-class CVFitTask:
-    """Fit one fold's training matrix with one number of dimensions."""
-
-    scheme: str
-    fold: int
-    n_folds: int
-    seed: int
-    reveal_share: float
-    n_dims: int
-    fit_json: str
-
-    @property
-    def key(self) -> str:
-        """File stem of the stored fold fit."""
-        return f"cv_{self.scheme}_fold{self.fold:02d}_of{self.n_folds:02d}_dims{self.n_dims}"
-
-    @property
-    def fingerprint(self) -> str:
-        """Everything that determines the fit."""
-        return fields_fingerprint(self)
-
-    def run(self, responses: ResponseMatrix) -> xr.DataTree:
-        """Fit the fold (serially: parallelism lives at the batch level)."""
-        from benchmirt_bayes.inference import fit_posterior
-
-        split = fold_split(responses, self.scheme, self.fold, self.n_folds, self.seed, self.reveal_share)
-        kwargs = {
-            **json.loads(self.fit_json),
-            "random_seed": fold_seed(self.seed, self.fold, self.n_dims),
-            "executor": "serial",
-            "progressbar": False,
-        }
-        return fit_posterior(split.train, self.n_dims, **kwargs)
-
-
 # ------------------------------------------------------------- predictions
 def baseline_predictions(responses: ResponseMatrix, known: np.ndarray, by: str | None) -> np.ndarray:
     """``(llm, item)`` smoothed means over the known cells.
@@ -182,8 +142,8 @@ def _cell_predictions(fit: xr.DataTree, test: np.ndarray, seed: int) -> np.ndarr
     loading = draws["loading"].transpose("sample_index", "item", "dimension").values
     intercept = draws["intercept"].transpose("sample_index", "item").values
     for s in range(ability.shape[0]):
-        eta = np.einsum("ck,ck->c", ability[s, rows], loading[s, cols]) + intercept[s, cols]
-        total += expit(eta)
+        eta = cell_linear_predictor(ability[s, rows], loading[s, cols], intercept[s, cols])
+        total += BINARY.expected_score(eta)
     return total / ability.shape[0]
 
 
@@ -212,7 +172,7 @@ def _held_out_item_predictions(
     n_draw, n_llm, k = ability.shape
     design = np.concatenate([ability, np.ones((n_draw, n_llm, 1))], axis=2)
     offset = np.zeros((n_draw, n_llm))
-    spec = ModelSpec.from_json(fit.attrs["benchmirt_spec"])
+    spec = fit_spec(fit)
     prior_mean, prior_var = _item_priors(draws, spec, responses, split.held_out)
     known_values = np.where(split.known, responses.values, np.nan)
     outcomes = known_values[:, split.held_out].T  # (item, llm)
@@ -225,8 +185,8 @@ def _held_out_item_predictions(
     for position, i in enumerate(split.held_out):
         rows = np.flatnonzero(split.test[:, i])
         theta = ability[draw_of_sample][:, rows, :]  # (sample, llm, k)
-        eta = np.einsum("slk,sk->sl", theta, samples[position, :, :k]) + samples[position, :, k][:, None]
-        out[rows, i] = expit(eta).mean(axis=0)
+        eta = linear_predictor(theta, samples[position, :, None, :k], samples[position, :, k, None])
+        out[rows, i] = BINARY.expected_score(eta[..., 0]).mean(axis=0)
     return out[split.test]
 
 
@@ -261,11 +221,9 @@ def _item_priors(
                     hyper["subgroup_intercept_offset"].isel(subgroup_key=fitted_subgroups.index(key)).values
                 )
         else:  # a benchmark with no training items: the top-level prior
-            var[position, :, :k] = spec["loading"]["mean_sigma"] ** 2 + spec["loading"]["spread_sigma"] ** 2
-            mean[position, :, k] = spec["intercept"]["mean_mu"]
-            var[position, :, k] = (
-                spec["intercept"]["mean_sigma"] ** 2 + spec["intercept"]["spread_sigma"] ** 2
-            )
+            var[position, :, :k] = spec.loading.mean_sigma**2 + spec.loading.spread_sigma**2
+            mean[position, :, k] = spec.intercept.mean_mu
+            var[position, :, k] = spec.intercept.mean_sigma**2 + spec.intercept.spread_sigma**2
     return mean, var
 
 
@@ -323,132 +281,8 @@ def mirt_name(n_dims: int) -> str:
     return f"mirt_{n_dims}d"
 
 
-def cross_validate(
-    responses: ResponseMatrix,
-    *,
-    n_dims: Sequence[int] = (1, 2, 3, 4),
-    folds: int = 10,
-    scheme: Scheme = "cells",
-    method: str = "advi",
-    seed: int = 42,
-    category: str | None = None,
-    reveal_share: float = 0.5,
-    fit_kwargs: dict[str, Any] | None = None,
-    executor: ExecutorArg = "auto",
-    results_dir: str | Path | None = None,
-    progressbar: bool = True,
-) -> CrossValidation:
-    """K-fold held-out prediction of MIRT models against simple baselines.
-
-    Parameters
-    ----------
-    responses
-        The data.
-    n_dims
-        MIRT dimensions to fit; the 1-D model (the 2PL) is always included as a baseline.
-    folds
-        Number of folds K.
-    scheme
-        ``"cells"`` (the published protocol), ``"llms"`` or ``"items"``; see the module docstring.
-    method
-        Inference for the fold fits (``"advi"`` by default; ``"nuts"``, ``"map"``, ...).
-    seed
-        Seed of the folds and of every fit (each fold × n_dims gets its own derived seed).
-    category
-        An item coordinate for the "LLM × category mean" baseline (e.g. ``"subgroup"``).
-    reveal_share
-        For ``llms`` / ``items``: share of a held-out LLM's items (an item's LLMs)
-        that are revealed for placing it; the rest are predicted.
-    fit_kwargs
-        Further arguments for :func:`benchmirt_bayes.fit_posterior` (``draws``,
-        ``tune``, ``chains``, ``spec``, ...). Default ``draws=100``.
-    executor
-        Where the fold fits run (see :func:`benchmirt_bayes.batch.run_batch`).
-    results_dir
-        Folder where each fold fit is saved as it finishes; reruns skip finished fits.
-    progressbar
-        Print one line per finished fit.
-
-    Returns
-    -------
-    CrossValidation
-        The tidy table, calibration data and settings.
-
-    """
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
-    if folds < 2:
-        raise ValueError(f"folds must be at least 2, got {folds}")
-    if category is not None and category not in responses.item_coords:
-        raise KeyError(f"unknown item coordinate {category!r}; available: {responses.item_coords}")
-    dims = sorted({1, *(int(d) for d in n_dims)})
-    if dims[0] < 1:
-        raise ValueError(f"n_dims must be positive, got {list(n_dims)}")
-    kwargs = {"draws": 100, **(fit_kwargs or {}), "method": method}
-    if "spec" in kwargs and isinstance(kwargs["spec"], ModelSpec):
-        kwargs["spec"] = json.loads(kwargs["spec"].to_json())
-    fit_json = json.dumps(kwargs, sort_keys=True)
-    tasks = [
-        CVFitTask(scheme, fold, folds, seed, reveal_share, d, fit_json) for fold in range(folds) for d in dims
-    ]
-
-    finished = []
-
-    def report(key: str, _tree: xr.DataTree) -> None:
-        finished.append(key)
-        if progressbar:
-            print(f"[cross_validate] {len(finished)}/{len(tasks)} fits done ({key})", flush=True)
-
-    chains = int(kwargs.get("chains", 4)) if method == "nuts" else 1
-    fits = run_batch(
-        tasks,
-        responses,
-        executor=executor,
-        results_dir=results_dir,
-        cores_per_task=chains,
-        fork_safe=kwargs.get("sampler") != "numpyro",
-        on_result=report,
-    )
-    baselines = {"global_mean": "global", "llm_mean": "llm", "llm_x_benchmark_mean": "benchmark"}
-    if category is not None:
-        baselines[f"llm_x_{category}_mean"] = category
-    rows, calibration = [], []
-    for fold in range(folds):
-        split = fold_split(responses, scheme, fold, folds, seed, reveal_share)
-        outcome = responses.values[split.test]
-        predictions = {
-            name: baseline_predictions(responses, split.known, by)[split.test]
-            for name, by in baselines.items()
-        }
-        for d in dims:
-            task = CVFitTask(scheme, fold, folds, seed, reveal_share, d, fit_json)
-            predictions[mirt_name(d)] = mirt_predictions(fits[task.key], responses, split, scheme, seed=fold)
-        for model, prob in predictions.items():
-            for metric, value in prediction_metrics(outcome, prob).items():
-                rows.append((scheme, model, fold, metric, "all", value))
-            for bench, value in _spearman_by_benchmark(responses, split.test, prob).items():
-                rows.append((scheme, model, fold, "spearman", bench, value))
-            cal = calibration_table(outcome, prob)
-            cal.insert(0, "model", model)
-            cal.insert(1, "fold", fold)
-            calibration.append(cal)
-    table = pd.DataFrame(rows, columns=["scheme", "model", "fold", "metric", "benchmark", "value"])
-    cal = pd.concat(calibration, ignore_index=True)
-    pooled = _pool_calibration(cal)
-    settings = {
-        "scheme": scheme,
-        "folds": folds,
-        "seed": seed,
-        "n_dims": dims,
-        "reveal_share": reveal_share,
-        "category": category,
-        "fit": kwargs,
-        "data_hash": responses.data_hash(),
-    }
-    return CrossValidation(table, pooled, settings)
-
-
-def _spearman_by_benchmark(responses: ResponseMatrix, test: np.ndarray, prob: np.ndarray) -> dict[str, float]:
+def spearman_by_benchmark(responses: ResponseMatrix, test: np.ndarray, prob: np.ndarray) -> dict[str, float]:
+    """Per benchmark, Spearman across LLMs of mean predicted and mean actual score on the test cells."""
     predicted = np.full(test.shape, np.nan)
     predicted[test] = prob
     actual = np.where(test, responses.values, np.nan)
@@ -465,7 +299,8 @@ def _spearman_by_benchmark(responses: ResponseMatrix, test: np.ndarray, prob: np
     return out
 
 
-def _pool_calibration(cal: pd.DataFrame) -> pd.DataFrame:
+def pool_calibration(cal: pd.DataFrame) -> pd.DataFrame:
+    """Reliability-curve bins of every fold pooled per model (count-weighted)."""
     cal = cal.assign(
         weighted_pred=cal["mean_predicted"] * cal["count"], weighted_obs=cal["observed_rate"] * cal["count"]
     )
@@ -475,82 +310,6 @@ def _pool_calibration(cal: pd.DataFrame) -> pd.DataFrame:
     grouped["mean_predicted"] = grouped["weighted_pred"] / grouped["count"]
     grouped["observed_rate"] = grouped["weighted_obs"] / grouped["count"]
     return grouped[["model", "bin", "bin_lower", "bin_upper", "mean_predicted", "observed_rate", "count"]]
-
-
-# ------------------------------------------------------------- n_dims choice
-@dataclass
-class DimensionChoice:
-    """Result of :func:`choose_n_dims`."""
-
-    n_dims: int
-    table: pd.DataFrame
-    rule: str
-    cross_validation: CrossValidation | None = None
-
-    def __str__(self) -> str:
-        return f"recommended n_dims = {self.n_dims} ({self.rule})\n{self.table.to_string()}"
-
-
-def choose_n_dims(
-    data: ResponseMatrix | CrossValidation,
-    *,
-    n_dims: Sequence[int] = (1, 2, 3, 4),
-    metric: str = "log_loss",
-    fits: Mapping[int, xr.DataTree] | None = None,
-    **cv_kwargs: Any,
-) -> DimensionChoice:
-    """Recommend the number of dimensions from held-out prediction (one-standard-error rule).
-
-    The recommendation is the smallest ``n_dims`` whose mean held-out
-    ``metric`` over folds is within one standard error (of the best model's
-    fold means) of the best. Pass a :class:`CrossValidation` to reuse folds
-    already fitted, or a :class:`ResponseMatrix` to run :func:`cross_validate`
-    (``cv_kwargs`` are passed on; use ``executor=`` to run the sweep on a cluster).
-
-    ``fits`` (``{n_dims: posterior}`` on the full data, ideally NUTS) adds PSIS-LOO
-    columns (:func:`psis_loo`) to the table, where it is feasible; they inform but do
-    not change the recommendation, which stays with the held-out metric.
-
-    Returns
-    -------
-    DimensionChoice
-        ``n_dims``, the table behind it (mean, se, difference to the best, and
-        ``elpd_loo`` / ``elpd_loo_se`` / ``p_loo`` / ``share_k_above_0.7`` with ``fits``) and the rule.
-
-    """
-    if isinstance(data, ResponseMatrix):
-        cv = cross_validate(data, n_dims=n_dims, **cv_kwargs)
-    elif isinstance(data, CrossValidation):
-        cv = data
-    else:
-        raise TypeError(f"expected a ResponseMatrix or CrossValidation, got {type(data).__name__}")
-    summary = cv.summary().reset_index()
-    rows = summary[(summary["metric"] == metric) & summary["model"].str.match(r"mirt_\d+d$")].copy()
-    if rows.empty:
-        raise ValueError(f"no MIRT rows for metric {metric!r} in the cross-validation")
-    rows["n_dims"] = rows["model"].str.extract(r"mirt_(\d+)d")[0].astype(int)
-    rows = rows.sort_values("n_dims").set_index("n_dims")
-    sign = 1.0 if LOWER_IS_BETTER.get(metric, True) else -1.0
-    best = (sign * rows["mean"]).idxmin()
-    threshold = sign * rows.loc[best, "mean"] + rows.loc[best, "se"]
-    eligible = rows.index[(sign * rows["mean"]) <= threshold]
-    choice = int(eligible.min())
-    rows["difference_to_best"] = rows["mean"] - rows.loc[best, "mean"]
-    rows["within_one_se"] = rows.index.isin(eligible)
-    rule = (
-        f"smallest n_dims with mean held-out {metric} within one SE of the best "
-        f"(best: {best} dims, {rows.loc[best, 'mean']:.4f} ± {rows.loc[best, 'se']:.4f})"
-    )
-    table = rows[["mean", "se", "lower", "upper", "difference_to_best", "within_one_se"]].copy()
-    for d, fit in (fits or {}).items():
-        loo = psis_loo(fit)
-        table.loc[int(d), ["elpd_loo", "elpd_loo_se", "p_loo", "share_k_above_0.7"]] = [
-            loo["elpd_loo"],
-            loo["se"],
-            loo["p_loo"],
-            loo["share_k_above_0.7"],
-        ]
-    return DimensionChoice(choice, table, rule, cv)
 
 
 # ------------------------------------------------------------------ PSIS-LOO
@@ -577,8 +336,6 @@ def psis_loo(posterior: xr.DataTree) -> pd.Series:
     """
     import arviz as az
 
-    from benchmirt_bayes.inference import responses_from_tree
-
     responses = responses_from_tree(posterior)
     post = posterior["posterior"]
     n_samples = post.sizes["chain"] * post.sizes["draw"]
@@ -591,9 +348,8 @@ def psis_loo(posterior: xr.DataTree) -> pd.Series:
     ability = post["ability"].transpose("chain", "draw", "llm", "dimension").values
     loading = post["loading"].transpose("chain", "draw", "item", "dimension").values
     intercept = post["intercept"].transpose("chain", "draw", "item").values
-    eta = np.einsum("cdnk,cdnk->cdn", ability[:, :, rows], loading[:, :, cols]) + intercept[:, :, cols]
-    y = responses.values[rows, cols]
-    log_lik = y * eta - np.logaddexp(0.0, eta)
+    eta = cell_linear_predictor(ability[:, :, rows], loading[:, :, cols], intercept[:, :, cols])
+    log_lik = BINARY.log_likelihood(responses.values[rows, cols], eta)
     tree = xr.DataTree.from_dict(
         {
             "posterior": post.to_dataset()[["intercept"]],

@@ -23,15 +23,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from .identification import sign_and_order, symmetric_sqrt_pair, varimax
-from .spec import ModelSpec, load_spec
-from .streaming import CellSource, MatrixSource, import_jax
+from benchmirt_bayes.data.responses import ResponseMatrix
+from benchmirt_bayes.model.pymc_model import dimension_names
+from benchmirt_bayes.model.response_models import (
+    BINARY,
+    linear_predictor,
+    mdisc,
+    multidimensional_difficulty,
+)
+from benchmirt_bayes.model.spec import ModelSpec, load_spec
+from benchmirt_bayes.posterior import observed_dataset, provenance
+from benchmirt_bayes.rotations import sign_and_order, symmetric_sqrt_pair, varimax
+from benchmirt_bayes.simulation.streaming import CellSource, MatrixSource, import_jax
 
 LOCAL_ROWS = ("ability_loc", "ability_log_sd")
 LOCAL_COLS = ("loading_loc", "loading_log_sd", "intercept_loc", "intercept_log_sd")
@@ -62,60 +71,6 @@ class MinibatchSettings:
             raise ValueError("learning_rate must be positive, tolerance and anneal_epochs non-negative")
 
 
-@dataclass
-class MinibatchFit:
-    """Result of :func:`fit_minibatch_advi`.
-
-    Attributes
-    ----------
-    means, sds
-        Posterior (variational) means and marginal SDs, identified: abilities, loadings and
-        benchmark mean loadings are rotated by one orthogonal matrix (varimax, then the sign
-        and order convention), so predictions are unchanged.
-    elbo
-        Mean per-step ELBO estimate of every epoch (dim ``epoch``; the last
-        ``anneal_epochs`` ran at a tenth of the step size).
-    epoch_seconds
-        Wall time of every epoch (the first includes JIT compilation).
-    rotation
-        The orthogonal ``(K, K)`` matrix applied to the raw variational parameters.
-    converged
-        Whether the relative-ELBO rule stopped the fit (False: ``max_epochs`` ran out).
-    attrs
-        Settings, seed, source description, block and epoch counts.
-
-    """
-
-    means: xr.Dataset
-    sds: xr.Dataset
-    elbo: xr.DataArray
-    epoch_seconds: np.ndarray
-    rotation: np.ndarray
-    converged: bool
-    attrs: dict[str, Any] = field(default_factory=dict)
-    raw: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
-
-    def sample(self, draws: int = 100, *, seed: int = 0) -> xr.Dataset:
-        """Draw ``(chain=1, draw)`` abilities, loadings and intercepts from ``q``.
-
-        Draws are rotated like :attr:`means`.
-        """
-        rng = np.random.default_rng([seed, 31])
-        raw = self.raw
-        out = {}
-        for name, dims in (("ability", ("llm", "dimension")), ("loading", ("item", "dimension"))):
-            loc, sd = raw[f"{name}_loc"], np.exp(raw[f"{name}_log_sd"])
-            values = loc + sd * rng.standard_normal((draws, *loc.shape))
-            out[name] = (("chain", "draw", *dims), (values @ self.rotation)[None])
-        loc, sd = raw["intercept_loc"], np.exp(raw["intercept_log_sd"])
-        out["intercept"] = (
-            ("chain", "draw", "item"),
-            (loc + sd * rng.standard_normal((draws, loc.size)))[None],
-        )
-        coords = {k: self.means.coords[k] for k in ("llm", "item", "dimension")}
-        return xr.Dataset(out, coords={**coords, "chain": [0], "draw": np.arange(draws)})
-
-
 def fit_minibatch_advi(
     source: CellSource | Any,
     n_dims: int = 2,
@@ -130,8 +85,9 @@ def fit_minibatch_advi(
     random_seed: int = 0,
     spec: str | ModelSpec = "exploratory",
     devices: int | Sequence[Any] | None = None,
+    draws: int = 200,
     progressbar: bool = True,
-) -> MinibatchFit:
+) -> xr.DataTree:
     """Fit the hierarchical MIRT model by minibatch ADVI, reading one block of cells at a time.
 
     Parameters
@@ -162,19 +118,26 @@ def fit_minibatch_advi(
         each device computes its slice of the block and XLA reduces the log-likelihood and
         the gradients of the shared parameters across them. ``item_batch`` must be a multiple
         of the device count. Default: one device, no sharding.
+    draws
+        Draws taken from the fitted approximation for the returned posterior.
     progressbar
         Show a progress bar over steps.
 
     Returns
     -------
-    MinibatchFit
+    xarray.DataTree
+        The same identified form as :func:`benchmirt_bayes.fit_posterior` returns for
+        ADVI (``posterior`` with ``draws`` draws from the approximation, ``sample_stats``,
+        ``elbo (restart, step)`` with one step per epoch, ``observed_data`` where the
+        source holds a matrix that fits in memory, and the provenance attrs), plus a
+        ``variational`` group: the identified variational means and SDs
+        (``ability_mean``, ``ability_sd``, ...), the ``rotation`` applied and the raw
+        (unrotated) variational locations ``raw_<name>``.
 
     """
     import jax
 
     jnp = import_jax()
-    from .responses import ResponseMatrix
-
     if isinstance(source, ResponseMatrix):
         source = MatrixSource(source)
     model_spec = load_spec(spec)
@@ -240,7 +203,7 @@ def fit_minibatch_advi(
         run_epoch(f"annealing {epoch + 1}", settings.learning_rate / 10)
     bar.close()
     raw = {name: np.asarray(value, dtype=float) for name, value in params.items()}
-    return _assemble(source, raw, elbo_history, seconds, converged, stopped_at, settings)
+    return _assemble(source, raw, elbo_history, seconds, converged, stopped_at, settings, model_spec, draws)
 
 
 def standardize_along_ridges(params: dict[str, Any], ability_sigma: float) -> dict[str, Any]:
@@ -302,12 +265,12 @@ def _placements(devices: int | Sequence[Any] | None, item_batch: int) -> tuple[A
 # ------------------------------------------------------------------ model and step
 def _prior_scales(spec: ModelSpec) -> dict[str, float]:
     return {
-        "ability_sigma": float(spec["ability"]["sigma"]),
-        "loading_mean_sigma": float(spec["loading"]["mean_sigma"]),
-        "loading_spread_sigma": float(spec["loading"]["spread_sigma"]),
-        "intercept_mean_mu": float(spec["intercept"]["mean_mu"]),
-        "intercept_mean_sigma": float(spec["intercept"]["mean_sigma"]),
-        "intercept_spread_sigma": float(spec["intercept"]["spread_sigma"]),
+        "ability_sigma": float(spec.ability.sigma),
+        "loading_mean_sigma": float(spec.loading.mean_sigma),
+        "loading_spread_sigma": float(spec.loading.spread_sigma),
+        "intercept_mean_mu": float(spec.intercept.mean_mu),
+        "intercept_mean_sigma": float(spec.intercept.mean_sigma),
+        "intercept_spread_sigma": float(spec.intercept.spread_sigma),
     }
 
 
@@ -388,8 +351,8 @@ def _make_step(
             keys[6],
         )
         correct, observed = source.block(rows, cols)
-        logits = ability @ loading.T + intercept[None, :]
-        loglik = jnp.sum(observed * (correct * logits - jax.nn.softplus(logits)))
+        eta = linear_predictor(ability, loading, intercept)
+        loglik = jnp.sum(observed * BINARY.log_likelihood(correct, eta, xp=jnp))
         code = codes[cols]
         lp_rows = jnp.sum(_normal_logpdf(ability, 0.0, prior["ability_sigma"]))
         lp_cols = jnp.sum(
@@ -517,6 +480,10 @@ class _progress:
 
 
 # ------------------------------------------------------------------ result
+OBSERVED_DATA_MAX_CELLS = 50_000_000
+"""A streamed source is written into ``observed_data`` only up to this many cells."""
+
+
 def _assemble(
     source: CellSource,
     raw: dict[str, np.ndarray],
@@ -525,64 +492,136 @@ def _assemble(
     converged: bool,
     stopped_at: int,
     settings: MinibatchSettings,
-) -> MinibatchFit:
+    spec: ModelSpec,
+    draws: int,
+) -> xr.DataTree:
+    """The identified DataTree of every fit: draws from ``q``, rotated by one orthogonal matrix."""
     loading = raw["loading_loc"]
     rotation = varimax(loading) if settings.n_dims > 1 else np.eye(1)
     rotation = rotation @ sign_and_order(loading @ rotation)
     squared = rotation**2  # marginal variances of a rotated mean-field Gaussian
-    dims = [f"dim_{d}" for d in range(settings.n_dims)]
+    dims = dimension_names(settings.n_dims, spec)
     coords = {
         "llm": source.llms,
         "item": source.items,
         "dimension": dims,
         "benchmark": list(source.benchmarks),
     }
-    item_bench = np.asarray(list(source.benchmarks))[source.item_benchmark]
-    rotated_loading = loading @ rotation
-    norm = np.linalg.norm(rotated_loading, axis=1)
-    means = xr.Dataset(
+    rng = np.random.default_rng([settings.random_seed, 31])
+
+    def normal(name: str, rotate: bool) -> np.ndarray:
+        loc, sd = raw[f"{name}_loc"], np.exp(raw[f"{name}_log_sd"])
+        values = loc + sd * rng.standard_normal((draws, *loc.shape))
+        return (values @ rotation if rotate else values)[None]
+
+    matrix = ("chain", "draw")
+    posterior = xr.Dataset(
         {
-            "ability": (("llm", "dimension"), raw["ability_loc"] @ rotation),
-            "loading": (("item", "dimension"), rotated_loading),
-            "intercept": ("item", raw["intercept_loc"]),
-            "difficulty": ("item", -raw["intercept_loc"] / norm),
-            "mdisc": ("item", norm),
+            "ability": ((*matrix, "llm", "dimension"), normal("ability", True)),
+            "loading": ((*matrix, "item", "dimension"), normal("loading", True)),
+            "intercept": ((*matrix, "item"), normal("intercept", False)),
             "benchmark_loading_mean": (
-                ("benchmark", "dimension"),
-                raw["bench_loading_mean_loc"] @ rotation,
+                (*matrix, "benchmark", "dimension"),
+                normal("bench_loading_mean", True),
             ),
-            "benchmark_loading_spread": ("benchmark", np.exp(raw["bench_loading_log_spread_loc"])),
-            "benchmark_intercept_mean": ("benchmark", raw["bench_intercept_mean_loc"]),
+            "benchmark_loading_spread": (
+                (*matrix, "benchmark"),
+                np.exp(normal("bench_loading_log_spread", False)),
+            ),
+            "benchmark_intercept_mean": ((*matrix, "benchmark"), normal("bench_intercept_mean", False)),
             "benchmark_intercept_spread": (
-                "benchmark",
-                np.exp(raw["bench_intercept_log_spread_loc"]),
+                (*matrix, "benchmark"),
+                np.exp(normal("bench_intercept_log_spread", False)),
             ),
         },
-        coords=coords,
-    ).assign_coords(item_benchmark=("item", item_bench))
-    sds = xr.Dataset(
+        coords={**coords, "chain": [0], "draw": np.arange(draws)},
+    )
+    discrimination = mdisc(posterior["loading"].values)
+    posterior["mdisc"] = ((*matrix, "item"), discrimination)
+    posterior["difficulty"] = (
+        (*matrix, "item"),
+        multidimensional_difficulty(posterior["intercept"].values, discrimination),
+    )
+    posterior = posterior.assign_coords(restart=("chain", [0]))
+    mean_loading = loading @ rotation
+    variational = xr.Dataset(
         {
-            "ability": (("llm", "dimension"), np.sqrt(np.exp(2 * raw["ability_log_sd"]) @ squared)),
-            "loading": (("item", "dimension"), np.sqrt(np.exp(2 * raw["loading_log_sd"]) @ squared)),
-            "intercept": ("item", np.exp(raw["intercept_log_sd"])),
+            "ability_mean": (("llm", "dimension"), raw["ability_loc"] @ rotation),
+            "ability_sd": (("llm", "dimension"), np.sqrt(np.exp(2 * raw["ability_log_sd"]) @ squared)),
+            "loading_mean": (("item", "dimension"), mean_loading),
+            "loading_sd": (("item", "dimension"), np.sqrt(np.exp(2 * raw["loading_log_sd"]) @ squared)),
+            "intercept_mean": ("item", raw["intercept_loc"]),
+            "intercept_sd": ("item", np.exp(raw["intercept_log_sd"])),
+            "rotation": (("dimension_raw", "dimension"), rotation),
+            **{f"raw_{name}": (("llm", "dimension_raw"), raw[name]) for name in ("ability_loc",)},
+            **{f"raw_{name}": (("item", "dimension_raw"), raw[name]) for name in ("loading_loc",)},
+            "raw_intercept_loc": ("item", raw["intercept_loc"]),
         },
-        coords={k: coords[k] for k in ("llm", "item", "dimension")},
+        coords={
+            **{k: coords[k] for k in ("llm", "item", "dimension")},
+            "dimension_raw": np.arange(settings.n_dims),
+        },
     )
-    attrs = {
-        **asdict(settings),
-        "source": repr(source),
-        "epochs": len(elbo),
-        "annealing_from_epoch": stopped_at + 1,
-        "blocks_per_epoch": _block_count(len(source.llms), settings.llm_batch)
-        * _block_count(len(source.items), settings.item_batch),
+    elbo_group = xr.Dataset(
+        {
+            "elbo": (("restart", "step"), np.array(elbo)[None]),
+            "epoch_seconds": (("restart", "step"), np.array(seconds)[None]),
+        },
+        coords={"restart": [0], "step": np.arange(len(elbo))},
+        attrs={
+            "window": 1,
+            "tolerance": settings.tolerance,
+            "stopping_rule_fired": int(converged),
+            "annealing_from_epoch": stopped_at + 1,
+            "unit": "epoch",
+        },
+    )
+    groups = {
+        "posterior": posterior,
+        "sample_stats": xr.Dataset(
+            coords={"chain": [0], "draw": np.arange(draws), "restart": ("chain", [0])}
+        ),
+        "elbo": elbo_group,
+        "variational": variational,
     }
-    return MinibatchFit(
-        means=means,
-        sds=sds,
-        elbo=xr.DataArray(np.array(elbo), dims="epoch", name="elbo"),
-        epoch_seconds=np.array(seconds),
-        rotation=rotation,
-        converged=converged,
-        attrs=attrs,
-        raw=raw,
+    responses = _source_matrix(source)
+    if responses is not None:
+        groups["observed_data"] = observed_dataset(responses)
+    tree = xr.DataTree.from_dict(groups)
+    blocks = _block_count(len(source.llms), settings.llm_batch) * _block_count(
+        len(source.items), settings.item_batch
     )
+    tree.attrs = {
+        **provenance(
+            method="minibatch_advi",
+            sampler="none",
+            n_dims=settings.n_dims,
+            spec_json=spec.to_json(),
+            settings={**asdict(settings), "draws": draws},
+            data_hash=responses.data_hash() if responses is not None else _source_hash(source),
+            random_seed=settings.random_seed,
+            restart_seeds=[settings.random_seed],
+            seconds=[float(np.sum(seconds))],
+            identification="varimax of the variational mean loadings, sign and order convention",
+        ),
+        "benchmirt_source": repr(source),
+        "benchmirt_converged": int(converged),
+        "benchmirt_epochs": len(elbo),
+        "benchmirt_blocks_per_epoch": blocks,
+    }
+    return tree
+
+
+def _source_matrix(source: CellSource) -> ResponseMatrix | None:
+    """The source's response matrix when it has one or is small enough to materialise."""
+    if isinstance(source, MatrixSource):
+        return source.responses
+    if len(source.llms) * len(source.items) > OBSERVED_DATA_MAX_CELLS or not hasattr(source, "to_responses"):
+        return None
+    return source.to_responses()
+
+
+def _source_hash(source: CellSource) -> str:
+    import hashlib
+
+    return hashlib.sha256(repr(source).encode()).hexdigest()[:16]

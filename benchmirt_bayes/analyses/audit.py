@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.inference import responses_from_tree
-from benchmirt_bayes.responses import ResponseMatrix
+from benchmirt_bayes.data.responses import ResponseMatrix
+from benchmirt_bayes.posterior import responses_from_tree
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,9 @@ import importlib
 import importlib.metadata
 import json
 import os
-import platform
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,64 +16,26 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from benchmirt_bayes.advi import AdviResult, run_advi
 from benchmirt_bayes.batch import ExecutorArg, run_batch
+from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.errors import MissingExtraError
-from benchmirt_bayes.identification import alignment_rotations
-from benchmirt_bayes.model import build_model, resolve_likelihood
-from benchmirt_bayes.nutpie_run import sample_nutpie
-from benchmirt_bayes.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
-from benchmirt_bayes.spec import ModelSpec, load_spec
-from benchmirt_bayes.thinning import kept_draws, thin_sample_stats
+from benchmirt_bayes.inference.advi import AdviResult, run_advi
+from benchmirt_bayes.inference.identification import _identify_in_place
+from benchmirt_bayes.inference.nutpie_run import sample_nutpie
+from benchmirt_bayes.inference.settings import (
+    METHODS,
+    AdviSettings,
+    FitSettings,
+    Method,
+    NutsSettings,
+    coerce_settings,
+)
+from benchmirt_bayes.inference.thinning import kept_draws, thin_sample_stats
+from benchmirt_bayes.model.pymc_model import build_model, resolve_likelihood
+from benchmirt_bayes.model.spec import ModelSpec, load_spec
+from benchmirt_bayes.posterior import KEPT_VARIABLES, observed_dataset, provenance
 
-Method = Literal["nuts", "advi", "fullrank_advi", "map"]
-Sampler = Literal["nutpie", "numpyro", "pymc"]
-NutsInit = Literal["prior", "advi"]
-KEPT_VARIABLES = (
-    "ability",
-    "loading",
-    "intercept",
-    "benchmark_loading_mean",
-    "benchmark_loading_spread",
-    "benchmark_intercept_mean",
-    "benchmark_intercept_spread",
-    "subgroup_intercept_offset",
-    "ability_correlation",
-)
-ROTATED_VARIABLES = ("ability", "loading", "benchmark_loading_mean")
-SIGN_CONVENTION = (
-    "dimensions ordered by sum of squared loadings (largest first); each dimension's sign makes "
-    "the mean loading of the items that load mainly on it positive: positive ability = better "
-    "on the items (and benchmarks) that define the dimension"
-)
 _SAMPLER_EXTRAS = {"nutpie": ("nutpie", "nutpie"), "numpyro": ("numpyro", "jax")}
-
-
-@dataclass(frozen=True)
-class FitSettings:
-    """Everything besides the data and the seed that determines a fit (stored in attrs)."""
-
-    n_dims: int
-    method: str
-    sampler: str
-    draws: int
-    tune: int
-    chains: int
-    spec_json: str
-    target_accept: float = 0.8
-    advi_max_steps: int = 20000
-    advi_tolerance: float = 1e-3
-    advi_learning_rate: float = 0.02
-    advi_window: int = 200
-    nuts_init: str = "prior"
-    max_treedepth: int = 10
-    likelihood: str = "cells"
-    thin: int = 1
-
-    @property
-    def spec(self) -> ModelSpec:
-        """The model spec."""
-        return ModelSpec.from_json(self.spec_json)
 
 
 @dataclass
@@ -94,22 +54,13 @@ def fit_posterior(
     n_dims: int = 2,
     *,
     method: Method = "nuts",
-    sampler: Sampler = "nutpie",
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
+    nuts: NutsSettings | Mapping[str, Any] | None = None,
+    advi: AdviSettings | Mapping[str, Any] | None = None,
     restarts: int = 1,
     random_seed: int | None = None,
     spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
-    progressbar: bool = True,
-    target_accept: float = 0.8,
-    advi_max_steps: int = 20000,
-    advi_tolerance: float = 1e-3,
-    advi_learning_rate: float = 0.02,
-    nuts_init: NutsInit = "prior",
-    max_treedepth: int = 10,
-    thin: int = 1,
     likelihood: Literal["auto", "fused", "dense", "cells"] = "cells",
+    progressbar: bool = True,
     executor: ExecutorArg = "auto",
     restart_dir: str | Path | None = None,
 ) -> xr.DataTree:
@@ -124,14 +75,13 @@ def fit_posterior(
     method
         ``"nuts"`` (full MCMC), ``"advi"`` (mean-field), ``"fullrank_advi"`` or
         ``"map"`` (one point, stored as a single draw).
-    sampler
-        NUTS back end: ``"nutpie"`` (default), ``"numpyro"`` or ``"pymc"``. A
-        missing back end raises an error naming the extra to install; there is
-        no silent fallback.
-    draws, tune, chains
-        NUTS draws and tuning steps per chain, and chains per restart. For
-        ADVI, ``draws`` is the number of draws taken from the approximation
-        (one chain per restart).
+    nuts
+        NUTS settings (:class:`~benchmirt_bayes.NutsSettings`, or a dict of its fields such
+        as ``{"draws": 500, "chains": 2}``); only with ``method="nuts"``.
+    advi
+        ADVI settings (:class:`~benchmirt_bayes.AdviSettings` or a dict of its fields);
+        with ``method="advi"``/``"fullrank_advi"``, and with ``method="nuts"`` when the
+        NUTS settings say ``init="advi"``.
     restarts
         Independent fits with different seeds and initialisations; their
         chains are concatenated (coordinate ``restart`` on ``chain``) so that
@@ -140,44 +90,17 @@ def fit_posterior(
         Seed of everything; ``None`` draws one from the OS and stores it, so
         every fit is reproducible from its attrs.
     spec
-        Priors and structure (see :mod:`benchmirt_bayes.spec`).
-    progressbar
-        Show progress of sampling or optimisation.
-    target_accept
-        NUTS target acceptance rate (0.8, as PyMC; with whitened abilities the higher 0.9
-        used before 2026-11-30 halved ESS per second at S with no divergences either way).
-    advi_max_steps, advi_tolerance, advi_learning_rate
-        ADVI step budget, relative-ELBO stopping tolerance and Adam rate (also
-        used by ``nuts_init="advi"``).
-    nuts_init
-        Where NUTS chains start. ``"prior"`` (default): the sampler's own start
-        (the prior's support point, jittered). ``"advi"``: the posterior mean of
-        a mean-field ADVI fit run first in each restart (from that restart's
-        own random start); the chains of a restart then start there without
-        jitter, which skips the long early adaptation far from the typical set
-        at large scale. The ADVI record is kept in the ``elbo`` group.
-    max_treedepth
-        NUTS tree-depth cap (at most ``2**max_treedepth`` gradient evaluations
-        per draw); draws that hit it are counted by
-        :func:`benchmirt_bayes.check_convergence`.
-    thin
-        NUTS only: run ``draws × thin`` iterations per chain and keep every
-        ``thin``-th, so that ``draws`` is always the number kept. Divergences
-        and tree-depth hits anywhere in a block mark its kept draw, gradient
-        counts (``n_steps``) are summed over the block, and E-BFMI is computed
-        on every iteration (``bfmi`` per chain). With trees one level shallower,
-        ``thin=2`` costs the same gradients and, at the full built-in scale,
-        decorrelates squared draws that long trajectories leave correlated
-        (see ARCHITECTURE.md, "Sampling efficiency").
+        Priors and structure (see :mod:`benchmirt_bayes.model.spec`).
     likelihood
         Form of the Bernoulli term (see :func:`benchmirt_bayes.build_model`):
         ``"cells"`` (default), ``"fused"``, ``"dense"`` or ``"auto"`` (when at
-        least half the cells are observed: ``"fused"``, or ``"dense"`` with
-        ``sampler="numpyro"``, which has no fused kernel; else ``"cells"``).
-        The whole-matrix forms are faster per gradient on nearly full
-        matrices, the fused one by far at scale. The log density is the same;
-        the sampler's trajectory is not bit-identical, because floating-point
-        sums run in another order. The resolved form is stored in the attrs.
+        least half the cells are observed: ``"fused"``, or ``"dense"`` with the
+        numpyro sampler, which has no fused kernel; else ``"cells"``). The log
+        density is the same; the sampler's trajectory is not bit-identical,
+        because floating-point sums run in another order. The resolved form is
+        stored in the attrs.
+    progressbar
+        Show progress of sampling or optimisation.
     executor
         Where restarts run: any ``concurrent.futures.Executor`` (for example a
         Dask client's ``get_executor()``); ``"auto"`` (default) uses a local
@@ -196,58 +119,71 @@ def fit_posterior(
         ``loading (…, item, dimension)``, ``intercept``, ``difficulty``,
         ``mdisc`` and hyperparameters, all identified), ``sample_stats``,
         ``observed_data`` (the response matrix with item metadata), ``elbo``
-        (ADVI only) and attrs with the spec, data hash, seeds, versions and
-        method.
+        (ADVI only) and attrs with the spec, settings, data hash, seeds and
+        versions.
 
     Examples
     --------
     >>> from benchmirt_bayes import simulate_benchmirt, fit_posterior
     >>> sim = simulate_benchmirt(scale=0.02, n_llms=40)
-    >>> fit = fit_posterior(sim.responses, n_dims=2, method="advi", random_seed=1)  # doctest: +SKIP
+    >>> fit = fit_posterior(sim.responses, 2, method="advi", advi={"max_steps": 5000})  # doctest: +SKIP
 
     """
     if not isinstance(responses, ResponseMatrix):
         raise TypeError(f"responses must be a ResponseMatrix, got {type(responses).__name__}")
-    if method not in Method.__args__:
-        raise ValueError(f"method must be one of {Method.__args__}, got {method!r}")
-    if sampler not in Sampler.__args__:
-        raise ValueError(f"sampler must be one of {Sampler.__args__}, got {sampler!r}")
-    if nuts_init not in NutsInit.__args__:
-        raise ValueError(f"nuts_init must be one of {NutsInit.__args__}, got {nuts_init!r}")
-    if not isinstance(max_treedepth, int | np.integer) or not 1 <= max_treedepth <= 15:
-        raise ValueError(f"max_treedepth must be an integer in 1..15, got {max_treedepth!r}")
-    for name, value in (("draws", draws), ("chains", chains), ("restarts", restarts), ("thin", thin)):
-        if not isinstance(value, int | np.integer) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if method == "nuts":
-        require_sampler(sampler)
-    elif thin != 1:
-        raise ValueError(f"thin applies to NUTS draws only, not to method={method!r}")
+    _positive_int("restarts", restarts)
+    settings = resolve_settings(
+        responses, n_dims, method=method, nuts=nuts, advi=advi, spec=spec, likelihood=likelihood
+    )
     if random_seed is None:
         random_seed = int(np.random.SeedSequence().generate_state(1)[0])
-    spec_obj = load_spec(spec)
-    likelihood = resolve_likelihood(responses, likelihood, jax=method == "nuts" and sampler == "numpyro")
-    settings = FitSettings(
-        n_dims=int(n_dims),
-        method=method,
-        sampler=sampler if method == "nuts" else "none",
-        draws=int(draws) if method != "map" else 1,
-        tune=int(tune) if method == "nuts" else 0,
-        chains=int(chains) if method == "nuts" else 1,
-        spec_json=spec_obj.to_json(),
-        target_accept=target_accept,
-        advi_max_steps=advi_max_steps,
-        advi_tolerance=advi_tolerance,
-        advi_learning_rate=advi_learning_rate,
-        nuts_init=nuts_init if method == "nuts" else "prior",
-        max_treedepth=int(max_treedepth),
-        likelihood=likelihood,
-        thin=int(thin),
-    )
-    build_model(responses, settings.n_dims, spec=spec_obj, likelihood=likelihood)  # fail fast on bad settings
+    build_model(responses, settings.n_dims, spec=settings.spec, likelihood=settings.likelihood)  # fail fast
     seeds = restart_seeds(random_seed, restarts)
     raw_fits = run_restarts(responses, settings, seeds, progressbar, executor, restart_dir)
     return assemble_posterior(responses, settings, raw_fits, random_seed)
+
+
+def resolve_settings(
+    responses: ResponseMatrix,
+    n_dims: int,
+    *,
+    method: str,
+    nuts: NutsSettings | Mapping[str, Any] | None = None,
+    advi: AdviSettings | Mapping[str, Any] | None = None,
+    spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
+    likelihood: str = "cells",
+) -> FitSettings:
+    """Check a fit's arguments and gather them into the :class:`FitSettings` stored with it."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    _positive_int("n_dims", n_dims)
+    if method != "nuts" and nuts is not None:
+        raise ValueError(f"nuts settings apply to method='nuts' only, not to method={method!r}")
+    nuts_settings = coerce_settings(nuts, NutsSettings, "nuts") if method == "nuts" else None
+    uses_advi = method in ("advi", "fullrank_advi") or (
+        nuts_settings is not None and nuts_settings.init == "advi"
+    )
+    if not uses_advi and advi is not None:
+        raise ValueError(
+            f"advi settings apply to ADVI fits and NUTS with init='advi', not to method={method!r}"
+        )
+    advi_settings = coerce_settings(advi, AdviSettings, "advi") if uses_advi else None
+    if nuts_settings is not None:
+        require_sampler(nuts_settings.sampler)
+    jax = nuts_settings is not None and nuts_settings.sampler == "numpyro"
+    return FitSettings(
+        n_dims=int(n_dims),
+        method=method,
+        spec_json=load_spec(spec).to_json(),
+        likelihood=resolve_likelihood(responses, likelihood, jax=jax),
+        nuts=nuts_settings,
+        advi=advi_settings,
+    )
+
+
+def _positive_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def restart_seeds(random_seed: int, restarts: int) -> list[int]:
@@ -284,7 +220,7 @@ class RestartTask:
     @property
     def fingerprint(self) -> str:
         """Settings and seed: a stored restart is reused only when both match."""
-        return json.dumps({"settings": asdict(self.settings), "seed": self.seed}, sort_keys=True)
+        return json.dumps({"settings": self.settings.to_dict(), "seed": self.seed}, sort_keys=True)
 
     def run(self, responses: ResponseMatrix) -> xr.DataTree:
         """Fit once and return the raw (unidentified) fit as a DataTree."""
@@ -329,7 +265,7 @@ def run_restarts(
         responses,
         executor=executor,
         results_dir=restart_dir,
-        cores_per_task=settings.chains if settings.method == "nuts" else 1,
+        cores_per_task=settings.chains,
         fork_safe=settings.sampler != "numpyro",  # JAX is not fork-safe; its chains are vectorised
     )
     return [raw_fit_from_tree(trees[task.key]) for task in tasks]
@@ -343,16 +279,16 @@ def fit_once(
     model = build_model(responses, settings.n_dims, spec=settings.spec, likelihood=settings.likelihood)
     start = time.perf_counter()
     elbo = None
-    if settings.method == "nuts":
+    if settings.nuts is not None:
         initvals = None
-        if settings.nuts_init == "advi":
-            result = _advi(model, settings, "advi", 100, seed, progressbar)
+        if settings.nuts.init == "advi":
+            result = _advi(model, settings.advi, "advi", 100, seed, progressbar)
             initvals, elbo = advi_start(model, result.posterior), result.elbo
-        posterior, stats = _run_nuts(model, settings, seed, progressbar, initvals)
+        posterior, stats = _run_nuts(model, settings.nuts, seed, progressbar, initvals)
     elif settings.method in ("advi", "fullrank_advi"):
-        result = _advi(model, settings, settings.method, settings.draws, seed, progressbar)
+        result = _advi(model, settings.advi, settings.method, settings.advi.draws, seed, progressbar)
         posterior, elbo = result.posterior, result.elbo
-        stats = xr.Dataset(coords={"chain": [0], "draw": np.arange(settings.draws)})
+        stats = xr.Dataset(coords={"chain": [0], "draw": np.arange(settings.advi.draws)})
     else:
         posterior = _run_map(model, seed, progressbar)
         stats = xr.Dataset(coords={"chain": [0], "draw": [0]})
@@ -362,16 +298,16 @@ def fit_once(
 
 
 def _advi(
-    model: pm.Model, settings: FitSettings, method: str, draws: int, seed: int, progressbar: bool
+    model: pm.Model, settings: AdviSettings, method: str, draws: int, seed: int, progressbar: bool
 ) -> AdviResult:
     return run_advi(
         model,
         method=method,
         draws=draws,
-        max_steps=settings.advi_max_steps,
-        tolerance=settings.advi_tolerance,
-        learning_rate=settings.advi_learning_rate,
-        window=settings.advi_window,
+        max_steps=settings.max_steps,
+        tolerance=settings.tolerance,
+        learning_rate=settings.learning_rate,
+        window=settings.window,
         random_seed=seed,
         progressbar=progressbar,
         start=jittered_start(model, seed),
@@ -414,7 +350,7 @@ def _drop_attrs(ds: xr.Dataset) -> xr.Dataset:
 
 def _run_nuts(
     model: pm.Model,
-    settings: FitSettings,
+    settings: NutsSettings,
     seed: int,
     progressbar: bool,
     initvals: dict[str, np.ndarray] | None = None,
@@ -478,65 +414,6 @@ def _run_map(model: pm.Model, seed: int, progressbar: bool) -> xr.Dataset:
     return xr.Dataset(variables, coords={"chain": [0], "draw": [0], **coords})
 
 
-# ---------------------------------------------------------- identification
-def identify_posterior(
-    posterior: xr.Dataset, *, rotate: bool, reference: np.ndarray | None = None
-) -> xr.Dataset:
-    """Apply per-draw orthogonal alignment (see :mod:`benchmirt_bayes.identification`).
-
-    Abilities, loadings and benchmark mean loadings are multiplied by the same
-    matrix per draw; the LKJ correlation transforms as ``Rᵀ C R``. Adds
-    ``difficulty`` and ``mdisc``. ``posterior`` itself is not changed.
-    """
-    return _identify_in_place(posterior.copy(deep=True), rotate=rotate, reference=reference)
-
-
-def _identify_in_place(
-    posterior: xr.Dataset, *, rotate: bool, reference: np.ndarray | None = None
-) -> xr.Dataset:
-    """:func:`identify_posterior` that overwrites ``posterior``'s arrays.
-
-    At the full built-in scale a rotated copy of the loadings is 2.2 GB, so the
-    assembly of a fit, which owns its draws, rotates them where they are.
-    """
-    n_chain, n_draw = posterior.sizes["chain"], posterior.sizes["draw"]
-    loading = posterior["loading"].transpose("chain", "draw", ITEM_DIM, "dimension").values
-    k = loading.shape[-1]
-    flat = loading.reshape(n_chain * n_draw, -1, k)
-    rotations = alignment_rotations(flat, rotate=rotate, reference=reference)
-    rotations = rotations.reshape(n_chain, n_draw, k, k)
-    for name in ROTATED_VARIABLES:
-        if name in posterior:
-            var = posterior[name]
-            other = [d for d in var.dims if d not in ("chain", "draw", "dimension")]
-            values = var.transpose("chain", "draw", *other, "dimension").values
-            values = np.require(values, requirements="W")  # pm.sample's traces can be read-only
-            _rotate_draws(values, rotations)
-            posterior[name] = (("chain", "draw", *other, "dimension"), values)
-    if "ability_correlation" in posterior:
-        corr = posterior["ability_correlation"].transpose("chain", "draw", "dimension", "dimension_b")
-        rotated = np.einsum("cdka,cdkl,cdlb->cdab", rotations, corr.values, rotations)
-        posterior["ability_correlation"] = (("chain", "draw", "dimension", "dimension_b"), rotated)
-    loading = posterior["loading"]
-    values = loading.values
-    mdisc = np.einsum("...k,...k->...", values, values)  # no squared copy of the loadings
-    np.sqrt(mdisc, out=mdisc)
-    mdisc_dims = [d for d in loading.dims if d != "dimension"]
-    posterior["mdisc"] = (mdisc_dims, mdisc)
-    intercept = posterior["intercept"].transpose(*mdisc_dims).values
-    difficulty = intercept / mdisc
-    posterior["difficulty"] = (mdisc_dims, np.negative(difficulty, out=difficulty))
-    return posterior
-
-
-def _rotate_draws(values: np.ndarray, rotations: np.ndarray, block: int = 64) -> None:
-    """``values[c, d] ← values[c, d] @ rotations[c, d]`` in place, a block of draws at a time."""
-    for chain in range(values.shape[0]):
-        for start in range(0, values.shape[1], block):
-            part = values[chain, start : start + block]
-            part[...] = np.einsum("d...k,dkl->d...l", part, rotations[chain, start : start + block])
-
-
 # ----------------------------------------------------------------- assembly
 def assemble_posterior(
     responses: ResponseMatrix,
@@ -582,65 +459,32 @@ def assemble_posterior(
     return tree
 
 
-def observed_dataset(responses: ResponseMatrix) -> xr.Dataset:
-    """The response matrix (float32, NaN = not evaluated) with its item metadata coords."""
-    data = responses.data.astype(np.float32).rename("correct")
-    for name in responses.item_coords:
-        data[name] = data[name].astype(str)
-    data[LLM_DIM] = data[LLM_DIM].astype(str)
-    data[ITEM_DIM] = data[ITEM_DIM].astype(str)
-    return data.to_dataset()
-
-
-def responses_from_tree(tree: xr.DataTree) -> ResponseMatrix:
-    """The :class:`ResponseMatrix` a fit was made on (from its ``observed_data``)."""
-    data = tree["observed_data"]["correct"].astype(float)
-    return ResponseMatrix(data.drop_attrs(), validate=False)
-
-
-def _versions() -> dict[str, str]:
-    names = ["benchmirt_bayes", "pymc", "pytensor", "arviz", "numpy", "xarray", "nutpie", "numpyro", "jax"]
-    versions = {"python": platform.python_version()}
-    for name in names:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return versions
-
-
 def provenance_attrs(
     responses: ResponseMatrix, settings: FitSettings, raw_fits: list[RawFit], random_seed: int
 ) -> dict[str, Any]:
     """The attrs that make a fit self-describing and reproducible."""
-    settings_dict = asdict(settings)
-    return {
-        "benchmirt_method": settings.method,
-        "benchmirt_sampler": settings.sampler,
-        "benchmirt_n_dims": settings.n_dims,
-        "benchmirt_spec": settings.spec_json,
-        "benchmirt_settings": json.dumps(settings_dict, sort_keys=True),
-        "benchmirt_data_hash": responses.data_hash(),
-        "benchmirt_random_seed": int(random_seed),
-        "benchmirt_restart_seeds": json.dumps([raw.seed for raw in raw_fits]),
-        "benchmirt_restarts": len(raw_fits),
-        "benchmirt_fit_seconds": json.dumps([round(raw.seconds, 3) for raw in raw_fits]),
-        "benchmirt_versions": json.dumps(_versions(), sort_keys=True),
-        "benchmirt_identification": (
+    return provenance(
+        method=settings.method,
+        sampler=settings.sampler,
+        n_dims=settings.n_dims,
+        spec_json=settings.spec_json,
+        settings=settings.to_dict(),
+        data_hash=responses.data_hash(),
+        random_seed=random_seed,
+        restart_seeds=[raw.seed for raw in raw_fits],
+        seconds=[raw.seconds for raw in raw_fits],
+        identification=(
             "confirmatory pattern + sign convention"
             if settings.spec.is_confirmatory
             else "per-draw orthogonal Procrustes to a pivot, varimax, sign and order convention"
         ),
-        "benchmirt_sign_convention": SIGN_CONVENTION,
-        "benchmirt_created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
+    )
 
 
 def fit_settings_from_attrs(tree: xr.DataTree) -> tuple[FitSettings, int, int]:
     """Recover ``(settings, random_seed, restarts)`` to reproduce a stored fit."""
-    raw = json.loads(tree.attrs["benchmirt_settings"])
     return (
-        FitSettings(**raw),
+        FitSettings.from_json(tree.attrs["benchmirt_settings"]),
         int(tree.attrs["benchmirt_random_seed"]),
         int(tree.attrs["benchmirt_restarts"]),
     )

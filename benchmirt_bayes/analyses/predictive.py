@@ -5,32 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy.special import expit
 
-from benchmirt_bayes.inference import responses_from_tree
-
-
-def thinned_draws(
-    posterior: xr.DataTree,
-    n_draws: int,
-    *,
-    seed: int = 0,
-    variables: tuple[str, ...] = ("ability", "loading", "intercept"),
-) -> xr.Dataset:
-    """A seeded random subset of ``n_draws`` posterior draws, stacked on dim ``sample_index``.
-
-    The same seed picks the same draws whatever ``variables`` are asked for.
-    """
-    post = posterior["posterior"].to_dataset()
-    post = post[[v for v in variables if v in post]]
-    stacked = post.stack(sample_index=("chain", "draw"))
-    total = stacked.sizes["sample_index"]
-    if n_draws >= total:
-        return stacked.drop_vars(["chain", "draw", "sample_index", "restart"], errors="ignore")
-    rng = np.random.default_rng(seed)
-    chosen = np.sort(rng.choice(total, size=n_draws, replace=False))
-    out = stacked.isel(sample_index=chosen)
-    return out.drop_vars(["chain", "draw", "sample_index", "restart"], errors="ignore")
+from benchmirt_bayes.model.response_models import BINARY, linear_predictor
+from benchmirt_bayes.posterior import responses_from_tree, thinned_draws
 
 
 def cell_probabilities(draws: xr.Dataset) -> np.ndarray:
@@ -38,8 +15,7 @@ def cell_probabilities(draws: xr.Dataset) -> np.ndarray:
     ability = draws["ability"].transpose("sample_index", "llm", "dimension").values
     loading = draws["loading"].transpose("sample_index", "item", "dimension").values
     intercept = draws["intercept"].transpose("sample_index", "item").values
-    logits = np.einsum("sjk,sik->sji", ability, loading) + intercept[:, None, :]
-    return expit(logits)
+    return BINARY.expected_score(linear_predictor(ability, loading, intercept))
 
 
 def predicted_group_scores(

@@ -1,0 +1,1 @@
+"""Diagnostics layer: convergence of one fit and stability across restarts."""

@@ -1,0 +1,1 @@
+"""Inference layer: ``fit_posterior`` and its samplers, ADVI, minibatch ADVI, identification."""

@@ -1,0 +1,234 @@
+"""Fit settings, grouped by method: one way to say how to fit, for the API, the CLI and cross-validation.
+
+``fit_posterior(responses, 2, method="nuts", nuts=NutsSettings(draws=500))`` (or
+``nuts={"draws": 500}``): settings of one method never appear in another's, every value is
+checked when the object is made, and the whole :class:`FitSettings` is stored in a fit's
+attrs, from which :func:`FitSettings.from_json` rebuilds it to rerun the fit exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal
+
+import numpy as np
+
+from benchmirt_bayes.model.spec import ModelSpec
+
+Method = Literal["nuts", "advi", "fullrank_advi", "map"]
+METHODS: tuple[str, ...] = Method.__args__
+Sampler = Literal["nutpie", "numpyro", "pymc"]
+NutsInit = Literal["prior", "advi"]
+
+
+def _positive_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _in_open_unit(name: str, value: Any) -> None:
+    if not isinstance(value, int | float) or not 0 < value < 1:
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+
+
+@dataclass(frozen=True)
+class NutsSettings:
+    """How NUTS runs (``method="nuts"``).
+
+    Attributes
+    ----------
+    sampler
+        Back end: ``"nutpie"`` (default), ``"numpyro"`` or ``"pymc"``. A missing back end
+        raises an error naming the extra to install; there is no silent fallback.
+    draws, tune, chains
+        Kept draws and tuning iterations per chain, and chains per restart.
+    target_accept
+        Target acceptance rate of the step-size adaptation.
+    max_treedepth
+        Tree-depth cap (at most ``2**max_treedepth`` gradients per iteration); draws that
+        reach it are counted by :func:`benchmirt_bayes.check_convergence`.
+    thin
+        Run ``draws × thin`` iterations and keep every ``thin``-th, so that ``draws`` is
+        always the number kept. Divergences and depth hits anywhere in a block mark its
+        kept draw, gradient counts are summed over the block, and E-BFMI is computed on
+        every iteration (``bfmi`` per chain).
+    init
+        Where chains start: ``"prior"`` (the sampler's own jittered start) or ``"advi"``
+        (the mean of a mean-field ADVI fit run first in each restart, with the
+        :class:`AdviSettings` of the fit; chains then start there without jitter).
+
+    """
+
+    sampler: Sampler = "nutpie"
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 4
+    target_accept: float = 0.8
+    max_treedepth: int = 10
+    thin: int = 1
+    init: NutsInit = "prior"
+
+    def __post_init__(self) -> None:
+        if self.sampler not in Sampler.__args__:
+            raise ValueError(f"sampler must be one of {Sampler.__args__}, got {self.sampler!r}")
+        if self.init not in NutsInit.__args__:
+            raise ValueError(f"init must be one of {NutsInit.__args__}, got {self.init!r}")
+        for name in ("draws", "chains", "thin"):
+            _positive_int(name, getattr(self, name))
+        if isinstance(self.tune, bool) or not isinstance(self.tune, int | np.integer) or self.tune < 0:
+            raise ValueError(f"tune must be a non-negative integer, got {self.tune!r}")
+        _in_open_unit("target_accept", self.target_accept)
+        if not isinstance(self.max_treedepth, int | np.integer) or not 1 <= self.max_treedepth <= 15:
+            raise ValueError(f"max_treedepth must be an integer in 1..15, got {self.max_treedepth!r}")
+
+
+@dataclass(frozen=True)
+class AdviSettings:
+    """How ADVI runs (``method="advi"`` or ``"fullrank_advi"``, and NUTS's ``init="advi"``).
+
+    Attributes
+    ----------
+    draws
+        Draws taken from the fitted approximation (for the ADVI start of NUTS, 100 are
+        averaged whatever this says).
+    max_steps
+        Step budget.
+    tolerance
+        Relative change of the mean loss between the last two windows below which the
+        fit stops.
+    learning_rate
+        Adam step size.
+    window
+        Steps per window of the stopping rule.
+
+    """
+
+    draws: int = 1000
+    max_steps: int = 20000
+    tolerance: float = 1e-3
+    learning_rate: float = 0.02
+    window: int = 200
+
+    def __post_init__(self) -> None:
+        for name in ("draws", "max_steps", "window"):
+            _positive_int(name, getattr(self, name))
+        for name in ("tolerance", "learning_rate"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not np.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+def coerce_settings(value: Any, kind: type, argument: str) -> Any:
+    """``value`` as a ``kind`` settings object (from an instance, a mapping of its fields or ``None``)."""
+    if value is None:
+        return kind()
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, Mapping):
+        known = {f.name for f in fields(kind)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ValueError(f"unknown {argument} setting(s) {unknown}; known: {sorted(known)}")
+        return kind(**value)
+    raise TypeError(
+        f"{argument} must be a {kind.__name__} or a dict of its fields, got {type(value).__name__}"
+    )
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """Everything besides the data and the seed that determines a fit (stored in its attrs).
+
+    ``nuts`` is set for NUTS fits; ``advi`` for ADVI fits and for NUTS started from ADVI.
+    """
+
+    n_dims: int
+    method: str
+    spec_json: str
+    likelihood: str = "cells"
+    nuts: NutsSettings | None = None
+    advi: AdviSettings | None = None
+
+    @property
+    def spec(self) -> ModelSpec:
+        """The model spec."""
+        return ModelSpec.from_json(self.spec_json)
+
+    @property
+    def chains(self) -> int:
+        """Chains per restart (1 for ADVI and MAP)."""
+        return self.nuts.chains if self.nuts is not None else 1
+
+    @property
+    def draws(self) -> int:
+        """Draws per chain of the fit's posterior."""
+        if self.nuts is not None:
+            return self.nuts.draws
+        return self.advi.draws if self.advi is not None else 1
+
+    @property
+    def sampler(self) -> str:
+        """The NUTS back end, or ``"none"``."""
+        return self.nuts.sampler if self.nuts is not None else "none"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain, JSON-ready form."""
+        return asdict(self)
+
+    def to_json(self) -> str:
+        """Stable JSON (stored in attrs and used in batch fingerprints)."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> FitSettings:
+        """Inverse of :meth:`to_dict` (also reads the flat form stored by fits before 0.2)."""
+        if "nuts" not in raw and "draws" in raw:
+            raw = _grouped_from_flat(raw)
+        nuts = raw.get("nuts")
+        advi = raw.get("advi")
+        return cls(
+            n_dims=int(raw["n_dims"]),
+            method=str(raw["method"]),
+            spec_json=str(raw["spec_json"]),
+            likelihood=str(raw.get("likelihood", "cells")),
+            nuts=NutsSettings(**nuts) if nuts is not None else None,
+            advi=AdviSettings(**advi) if advi is not None else None,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> FitSettings:
+        """Inverse of :meth:`to_json`."""
+        return cls.from_dict(json.loads(text))
+
+
+def _grouped_from_flat(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The grouped form of the flat settings dict that fits stored before 0.2."""
+    method = raw["method"]
+    advi = {
+        "draws": raw["draws"] if method != "nuts" else 1000,
+        "max_steps": raw.get("advi_max_steps", 20000),
+        "tolerance": raw.get("advi_tolerance", 1e-3),
+        "learning_rate": raw.get("advi_learning_rate", 0.02),
+        "window": raw.get("advi_window", 200),
+    }
+    nuts = {
+        "sampler": raw["sampler"],
+        "draws": raw["draws"],
+        "tune": raw["tune"],
+        "chains": raw["chains"],
+        "target_accept": raw.get("target_accept", 0.8),
+        "max_treedepth": raw.get("max_treedepth", 10),
+        "thin": raw.get("thin", 1),
+        "init": raw.get("nuts_init", "prior"),
+    }
+    uses_advi = method in ("advi", "fullrank_advi") or (method == "nuts" and nuts["init"] == "advi")
+    return {
+        "n_dims": raw["n_dims"],
+        "method": method,
+        "spec_json": raw["spec_json"],
+        "likelihood": raw.get("likelihood", "cells"),
+        "nuts": nuts if method == "nuts" else None,
+        "advi": advi if uses_advi else None,
+    }

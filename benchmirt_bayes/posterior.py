@@ -1,0 +1,154 @@
+"""What a fit is, for everyone who reads one: variable names, reading helpers, provenance.
+
+The fitting machinery (:mod:`benchmirt_bayes.inference`) writes fits in this shape and
+every diagnostic, analysis and report reads them through these helpers, so none of them
+needs to import the fitting code.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import platform
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
+from benchmirt_bayes.model.spec import ModelSpec
+
+KEPT_VARIABLES = (
+    "ability",
+    "loading",
+    "intercept",
+    "benchmark_loading_mean",
+    "benchmark_loading_spread",
+    "benchmark_intercept_mean",
+    "benchmark_intercept_spread",
+    "subgroup_intercept_offset",
+    "ability_correlation",
+)
+"""Posterior variables a fit keeps (raw sampler variables such as ``*_z`` are dropped)."""
+ROTATED_VARIABLES = ("ability", "loading", "benchmark_loading_mean")
+"""Variables multiplied by the same orthogonal matrix per draw when a fit is identified."""
+SIGN_CONVENTION = (
+    "dimensions ordered by sum of squared loadings (largest first); each dimension's sign makes "
+    "the mean loading of the items that load mainly on it positive: positive ability = better "
+    "on the items (and benchmarks) that define the dimension"
+)
+OPTIMISATION_METHODS = ("advi", "fullrank_advi", "minibatch_advi")
+"""Methods whose fits are draws from a fitted approximation, with an ``elbo`` record."""
+SPEC_ATTR = "benchmirt_spec"
+SETTINGS_ATTR = "benchmirt_settings"
+METHOD_ATTR = "benchmirt_method"
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of Python and of the packages a fit's numbers depend on."""
+    names = ["benchmirt_bayes", "pymc", "pytensor", "arviz", "numpy", "xarray", "nutpie", "numpyro", "jax"]
+    versions = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def provenance(
+    *,
+    method: str,
+    sampler: str,
+    n_dims: int,
+    spec_json: str,
+    settings: dict[str, Any],
+    data_hash: str,
+    random_seed: int,
+    restart_seeds: list[int],
+    seconds: list[float],
+    identification: str,
+) -> dict[str, Any]:
+    """The attrs that make a fit self-describing and reproducible (every fitting path writes these)."""
+    return {
+        METHOD_ATTR: method,
+        "benchmirt_sampler": sampler,
+        "benchmirt_n_dims": int(n_dims),
+        SPEC_ATTR: spec_json,
+        SETTINGS_ATTR: json.dumps(settings, sort_keys=True),
+        "benchmirt_data_hash": data_hash,
+        "benchmirt_random_seed": int(random_seed),
+        "benchmirt_restart_seeds": json.dumps([int(s) for s in restart_seeds]),
+        "benchmirt_restarts": len(restart_seeds),
+        "benchmirt_fit_seconds": json.dumps([round(float(s), 3) for s in seconds]),
+        "benchmirt_versions": json.dumps(package_versions(), sort_keys=True),
+        "benchmirt_identification": identification,
+        "benchmirt_sign_convention": SIGN_CONVENTION,
+        "benchmirt_created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def fit_spec(tree: xr.DataTree) -> ModelSpec | None:
+    """The model spec a fit was made with (``None`` for a tree without provenance)."""
+    text = tree.attrs.get(SPEC_ATTR)
+    return ModelSpec.from_json(text) if text else None
+
+
+def fit_settings_dict(tree: xr.DataTree) -> dict:
+    """The fit's stored settings as a plain dict (empty without provenance)."""
+    text = tree.attrs.get(SETTINGS_ATTR)
+    return json.loads(text) if text else {}
+
+
+def observed_dataset(responses: ResponseMatrix) -> xr.Dataset:
+    """The response matrix (float32, NaN = not evaluated) with its item metadata coords."""
+    data = responses.data.astype(np.float32).rename("correct")
+    for name in responses.item_coords:
+        data[name] = data[name].astype(str)
+    data[LLM_DIM] = data[LLM_DIM].astype(str)
+    data[ITEM_DIM] = data[ITEM_DIM].astype(str)
+    return data.to_dataset()
+
+
+def responses_from_tree(tree: xr.DataTree) -> ResponseMatrix:
+    """The :class:`ResponseMatrix` a fit was made on (from its ``observed_data``)."""
+    data = tree["observed_data"]["correct"].astype(float)
+    return ResponseMatrix(data.drop_attrs(), validate=False)
+
+
+def thinned_draws(
+    posterior: xr.DataTree,
+    n_draws: int,
+    *,
+    seed: int = 0,
+    variables: tuple[str, ...] = ("ability", "loading", "intercept"),
+) -> xr.Dataset:
+    """A seeded random subset of ``n_draws`` posterior draws, stacked on dim ``sample_index``.
+
+    The same seed picks the same draws whatever ``variables`` are asked for.
+    """
+    post = posterior["posterior"].to_dataset()
+    post = post[[v for v in variables if v in post]]
+    stacked = post.stack(sample_index=("chain", "draw"))
+    total = stacked.sizes["sample_index"]
+    if n_draws >= total:
+        return stacked.drop_vars(["chain", "draw", "sample_index", "restart"], errors="ignore")
+    rng = np.random.default_rng(seed)
+    chosen = np.sort(rng.choice(total, size=n_draws, replace=False))
+    out = stacked.isel(sample_index=chosen)
+    return out.drop_vars(["chain", "draw", "sample_index", "restart"], errors="ignore")
+
+
+def point_parameters(posterior: xr.DataTree) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Posterior means: ``loading (item, dim)``, ``intercept (item)``, ``ability (llm, dim)``, dims."""
+    post = posterior["posterior"]
+    loading = post["loading"].mean(("chain", "draw")).transpose("item", "dimension").values
+    intercept = post["intercept"].mean(("chain", "draw")).values
+    ability = post["ability"].mean(("chain", "draw")).transpose("llm", "dimension").values
+    return loading, intercept, ability, list(map(str, post["dimension"].values))
+
+
+def energy_bfmi(energy: np.ndarray) -> np.ndarray:
+    """E-BFMI of each chain (rows of ``energy``, consecutive iterations)."""
+    return np.square(np.diff(energy, axis=1)).mean(axis=1) / energy.var(axis=1)

@@ -1,0 +1,1 @@
+"""Reports layer: figures and the HTML trace report."""
