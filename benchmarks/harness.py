@@ -11,7 +11,7 @@ A separate row times one log-density + gradient of the package model against a
 hand-written vectorised NumPy implementation (dense, masked) on the same data.
 The package rows use ``likelihood="auto"`` (the fused one-pass kernel on these nearly full
 matrices, dense under JAX);
-``package_nuts_advi_init`` starts NUTS from an ADVI fit (``nuts_init="advi"``).
+``package_nuts_advi_init`` starts NUTS from an ADVI fit (``nuts={"init": "advi"}``).
 
     python benchmarks/harness.py --sizes S --out benchmarks/results            # minutes
     python benchmarks/harness.py --smoke --out /tmp/harness                     # seconds (CI)

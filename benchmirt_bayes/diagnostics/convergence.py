@@ -233,7 +233,7 @@ def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceR
             ok = False
             messages.append(
                 f"restart {restart}: ELBO still moving (relative change {change:.2e} > {tol}); "
-                "raise advi_max_steps"
+                "raise AdviSettings.max_steps"
             )
     if ok:
         messages.append("ELBO converged in every restart (relative change below tolerance)")
