@@ -29,6 +29,7 @@ from benchmirt_bayes.inference.settings import (
     Method,
     NutsSettings,
     coerce_settings,
+    positive_int,
 )
 from benchmirt_bayes.inference.thinning import kept_draws, thin_sample_stats
 from benchmirt_bayes.model.pymc_model import build_model, resolve_likelihood
@@ -131,7 +132,7 @@ def fit_posterior(
     """
     if not isinstance(responses, ResponseMatrix):
         raise TypeError(f"responses must be a ResponseMatrix, got {type(responses).__name__}")
-    _positive_int("restarts", restarts)
+    positive_int("restarts", restarts)
     settings = resolve_settings(
         responses, n_dims, method=method, nuts=nuts, advi=advi, spec=spec, likelihood=likelihood
     )
@@ -156,7 +157,7 @@ def resolve_settings(
     """Check a fit's arguments and gather them into the :class:`FitSettings` stored with it."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    _positive_int("n_dims", n_dims)
+    positive_int("n_dims", n_dims)
     if method != "nuts" and nuts is not None:
         raise ValueError(f"nuts settings apply to method='nuts' only, not to method={method!r}")
     nuts_settings = coerce_settings(nuts, NutsSettings, "nuts") if method == "nuts" else None
@@ -179,11 +180,6 @@ def resolve_settings(
         nuts=nuts_settings,
         advi=advi_settings,
     )
-
-
-def _positive_int(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def restart_seeds(random_seed: int, restarts: int) -> list[int]:

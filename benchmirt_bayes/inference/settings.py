@@ -23,7 +23,8 @@ Sampler = Literal["nutpie", "numpyro", "pymc"]
 NutsInit = Literal["prior", "advi"]
 
 
-def _positive_int(name: str, value: Any) -> None:
+def positive_int(name: str, value: Any) -> None:
+    """Raise ``ValueError`` unless ``value`` is a positive integer (booleans are not)."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
@@ -76,7 +77,7 @@ class NutsSettings:
         if self.init not in NutsInit.__args__:
             raise ValueError(f"init must be one of {NutsInit.__args__}, got {self.init!r}")
         for name in ("draws", "chains", "thin"):
-            _positive_int(name, getattr(self, name))
+            positive_int(name, getattr(self, name))
         if isinstance(self.tune, bool) or not isinstance(self.tune, int | np.integer) or self.tune < 0:
             raise ValueError(f"tune must be a non-negative integer, got {self.tune!r}")
         _in_open_unit("target_accept", self.target_accept)
@@ -113,7 +114,7 @@ class AdviSettings:
 
     def __post_init__(self) -> None:
         for name in ("draws", "max_steps", "window"):
-            _positive_int(name, getattr(self, name))
+            positive_int(name, getattr(self, name))
         for name in ("tolerance", "learning_rate"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not np.isfinite(value) or value <= 0:
