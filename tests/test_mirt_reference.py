@@ -60,8 +60,17 @@ def test_sat12_2pl_correlates_with_mirt():
     )
     loading, intercept = posterior_means(fit)
     reference = load_mirt_coefficients(folder, "SAT12_1F_2PL")
-    assert correlation(loading[:, 0], reference["a1"]) >= 0.98
+    # posterior means under the benchmark-level prior shrink the steepest slopes (mirt's 2.34
+    # for item 31 becomes about 1.9), so the correlation sits near 0.98 and moves with the
+    # sampler's path; the sharper check is that every ML estimate lies in our 95% interval
+    assert correlation(loading[:, 0], reference["a1"]) >= 0.97
     assert correlation(intercept, reference["d"]) >= 0.99
+    post = fit["posterior"]
+    for name, column in (("loading", "a1"), ("intercept", "d")):
+        draws = post[name].values.reshape(-1, len(responses.items))
+        low, high = np.quantile(draws, [0.025, 0.975], axis=0)
+        outside = np.flatnonzero((reference[column].to_numpy() < low) | (reference[column].to_numpy() > high))
+        assert outside.size == 0, (name, [responses.items[i] for i in outside])
 
 
 def test_sat12_two_dimensions_match_mirt_up_to_rotation():
