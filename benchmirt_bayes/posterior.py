@@ -17,6 +17,7 @@ import numpy as np
 import xarray as xr
 
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
+from benchmirt_bayes.model.layout import ItemParameters, ResponseLayout
 from benchmirt_bayes.model.spec import ModelSpec
 
 KEPT_VARIABLES = (
@@ -29,8 +30,15 @@ KEPT_VARIABLES = (
     "benchmark_intercept_spread",
     "subgroup_intercept_offset",
     "ability_correlation",
+    "cutpoint",
+    "graded_log_gap_mean",
+    "graded_log_gap_spread",
+    "continuous_cutpoints",
+    "continuous_precision",
 )
 """Posterior variables a fit keeps (raw sampler variables such as ``*_z`` are dropped)."""
+TYPE_PARAMETER_VARIABLES = ("cutpoint", "continuous_cutpoints", "continuous_precision")
+"""Item parameters of graded and continuous items (rotation-invariant; absent for binary data)."""
 ROTATED_VARIABLES = ("ability", "loading", "benchmark_loading_mean")
 """Variables multiplied by the same orthogonal matrix per draw when a fit is identified."""
 SIGN_CONVENTION = (
@@ -117,16 +125,41 @@ def responses_from_tree(tree: xr.DataTree) -> ResponseMatrix:
     return ResponseMatrix(data.drop_attrs(), validate=False)
 
 
+def response_layout(tree: xr.DataTree) -> ResponseLayout:
+    """The response type of every item of the data a fit was made on."""
+    return ResponseLayout.from_responses(responses_from_tree(tree))
+
+
+def type_parameters(
+    layout: ResponseLayout, draws: xr.Dataset, sample_dim: str = "sample_index"
+) -> ItemParameters:
+    """The graded / continuous / count item parameters of ``draws``, sample axis first.
+
+    The arrays broadcast against ``η`` of shape ``(sample, llm, item)``; empty for binary data.
+    """
+    if layout.is_binary:
+        return {}
+    arrays = {}
+    for name in TYPE_PARAMETER_VARIABLES:
+        if name in draws:
+            values = draws[name]
+            arrays[name] = (
+                values.transpose(sample_dim, ...).values if sample_dim in values.dims else values.values
+            )
+    return layout.parameters(arrays)
+
+
 def thinned_draws(
     posterior: xr.DataTree,
     n_draws: int,
     *,
     seed: int = 0,
-    variables: tuple[str, ...] = ("ability", "loading", "intercept"),
+    variables: tuple[str, ...] = ("ability", "loading", "intercept", *TYPE_PARAMETER_VARIABLES),
 ) -> xr.Dataset:
     """A seeded random subset of ``n_draws`` posterior draws, stacked on dim ``sample_index``.
 
-    The same seed picks the same draws whatever ``variables`` are asked for.
+    The same seed picks the same draws whatever ``variables`` are asked for; variables the
+    fit does not hold (the item parameters of absent response types) are left out.
     """
     post = posterior["posterior"].to_dataset()
     post = post[[v for v in variables if v in post]]
@@ -147,6 +180,15 @@ def point_parameters(posterior: xr.DataTree) -> tuple[np.ndarray, np.ndarray, np
     intercept = post["intercept"].mean(("chain", "draw")).values
     ability = post["ability"].mean(("chain", "draw")).transpose("llm", "dimension").values
     return loading, intercept, ability, list(map(str, post["dimension"].values))
+
+
+def point_type_parameters(posterior: xr.DataTree, layout: ResponseLayout) -> ItemParameters:
+    """Posterior means of the graded / continuous item parameters (empty for binary data)."""
+    if layout.is_binary:
+        return {}
+    post = posterior["posterior"]
+    means = {n: post[n].mean(("chain", "draw")).values for n in TYPE_PARAMETER_VARIABLES if n in post}
+    return layout.parameters(means)
 
 
 def energy_bfmi(energy: np.ndarray) -> np.ndarray:

@@ -63,7 +63,7 @@ def test_score_llm_refuses_unknown_items_and_non_binary_answers(known_items):
     posterior = known_items[2]
     with pytest.raises(KeyError, match="not in the fitted posterior"):
         score_llm(posterior, {"nope": 1.0})
-    with pytest.raises(ValueError, match="0/1"):
+    with pytest.raises(ValueError, match=r"response types: \{'q1 \(binary, highest 1\)': 0.5\}"):
         score_llm(posterior, {"q1": 0.5})
 
 

@@ -96,7 +96,7 @@ def benchmark_correlations(
     loading = _stacked(posterior, "loading", n_draws, seed).transpose("sample_index", "item", "dimension")
     loading = loading.sel(item=responses.items.astype(str)).values
     dims = posterior["posterior"]["dimension"].values
-    observed, values = responses.observed, np.where(responses.observed, responses.values, 0.0)
+    observed, values = responses.observed, np.where(responses.observed, responses.scaled_values, 0.0)
     mean_ability = ability.mean(axis=0)
     mean_loading = loading.mean(axis=0)
     correlations = np.zeros((ability.shape[0], len(groups), len(dims)))

@@ -37,9 +37,16 @@ from benchmirt_bayes.analyses.scoring import (
     probabilities_for_samples,
 )
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
+from benchmirt_bayes.model.layout import ResponseLayout
 from benchmirt_bayes.model.response_models import BINARY, cell_linear_predictor, linear_predictor
 from benchmirt_bayes.model.spec import ModelSpec
-from benchmirt_bayes.posterior import fit_spec, responses_from_tree, thinned_draws
+from benchmirt_bayes.posterior import (
+    fit_spec,
+    response_layout,
+    responses_from_tree,
+    thinned_draws,
+    type_parameters,
+)
 
 Scheme = Literal["cells", "llms", "items"]
 SCHEMES = ("cells", "llms", "items")
@@ -141,9 +148,15 @@ def _cell_predictions(fit: xr.DataTree, test: np.ndarray, seed: int) -> np.ndarr
     ability = draws["ability"].transpose("sample_index", "llm", "dimension").values
     loading = draws["loading"].transpose("sample_index", "item", "dimension").values
     intercept = draws["intercept"].transpose("sample_index", "item").values
+    layout = response_layout(fit)
+    params = type_parameters(layout, draws)
     for s in range(ability.shape[0]):
-        eta = cell_linear_predictor(ability[s, rows], loading[s, cols], intercept[s, cols])
-        total += BINARY.expected_score(eta)
+        if layout.is_binary:
+            eta = cell_linear_predictor(ability[s, rows], loading[s, cols], intercept[s, cols])
+            total += BINARY.expected_score(eta)
+        else:
+            eta = linear_predictor(ability[s], loading[s], intercept[s])
+            total += layout.expected_score(eta, layout.at_sample(params, s))[rows, cols]
     return total / ability.shape[0]
 
 
@@ -167,6 +180,12 @@ def _held_out_llm_predictions(
 def _held_out_item_predictions(
     fit: xr.DataTree, responses: ResponseMatrix, split: FoldSplit, seed: int
 ) -> np.ndarray:
+    if not responses.is_binary:
+        raise ValueError(
+            "held-out items (scheme='items') are predicted for binary items only: a new graded or "
+            "continuous item's cutpoints have no estimate from the held-out regression; use "
+            "scheme='cells' or 'llms'"
+        )
     draws = thinned_draws(fit, _PREDICTION_DRAWS, seed=seed, variables=("ability", *_HYPERPARAMETERS))
     ability = draws["ability"].transpose("sample_index", "llm", "dimension").sel(llm=responses.llms).values
     n_draw, n_llm, k = ability.shape
@@ -348,8 +367,22 @@ def psis_loo(posterior: xr.DataTree) -> pd.Series:
     ability = post["ability"].transpose("chain", "draw", "llm", "dimension").values
     loading = post["loading"].transpose("chain", "draw", "item", "dimension").values
     intercept = post["intercept"].transpose("chain", "draw", "item").values
-    eta = cell_linear_predictor(ability[:, :, rows], loading[:, :, cols], intercept[:, :, cols])
-    log_lik = BINARY.log_likelihood(responses.values[rows, cols], eta)
+    layout = ResponseLayout.from_responses(responses)
+    if layout.is_binary:
+        eta = cell_linear_predictor(ability[:, :, rows], loading[:, :, cols], intercept[:, :, cols])
+        log_lik = BINARY.log_likelihood(responses.values[rows, cols], eta)
+    else:
+        draws = post.to_dataset().stack(sample_index=("chain", "draw"))
+        params = type_parameters(layout, draws)
+        flat_ability = ability.reshape(-1, *ability.shape[2:])
+        flat_loading = loading.reshape(-1, *loading.shape[2:])
+        flat_intercept = intercept.reshape(-1, intercept.shape[-1])
+        log_lik = np.empty((n_samples, rows.size))
+        for s in range(n_samples):
+            eta = linear_predictor(flat_ability[s], flat_loading[s], flat_intercept[s])
+            cell_ll = layout.log_likelihood(responses.values, eta, layout.at_sample(params, s))
+            log_lik[s] = cell_ll[rows, cols]
+        log_lik = log_lik.reshape(ability.shape[0], ability.shape[1], rows.size)
     tree = xr.DataTree.from_dict(
         {
             "posterior": post.to_dataset()[["intercept"]],

@@ -13,8 +13,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.model.response_models import BINARY, linear_predictor, mdisc, multidimensional_difficulty
-from benchmirt_bayes.posterior import responses_from_tree, thinned_draws
+from benchmirt_bayes.model.response_models import linear_predictor, mdisc, multidimensional_difficulty
+from benchmirt_bayes.posterior import (
+    TYPE_PARAMETER_VARIABLES,
+    response_layout,
+    responses_from_tree,
+    thinned_draws,
+    type_parameters,
+)
 
 RankBy = Literal["information", "discrimination", "difficulty"]
 
@@ -36,8 +42,10 @@ def item_information_draws(
         The thinned draws used (``sample_index`` dim).
 
     """
-    variables = ("ability", "loading", "intercept", "benchmark_loading_mean")
+    variables = ("ability", "loading", "intercept", "benchmark_loading_mean", *TYPE_PARAMETER_VARIABLES)
     draws = thinned_draws(posterior, n_draws, seed=seed, variables=variables)
+    layout = response_layout(posterior)
+    params = type_parameters(layout, draws)
     ability = draws["ability"].transpose("sample_index", "llm", "dimension").values
     loading = draws["loading"].transpose("sample_index", "item", "dimension").values
     intercept = draws["intercept"].transpose("sample_index", "item").values
@@ -51,7 +59,7 @@ def item_information_draws(
     info = np.empty(intercept.shape)
     for s in range(ability.shape[0]):
         eta = linear_predictor(ability[s], loading[s], intercept[s])
-        info[s] = BINARY.information_weight(eta).mean(axis=0) * weight[s]
+        info[s] = layout.information_weight(eta, layout.at_sample(params, s)).mean(axis=0) * weight[s]
     return info, draws
 
 

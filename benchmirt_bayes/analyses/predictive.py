@@ -6,16 +6,25 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.model.response_models import BINARY, linear_predictor
-from benchmirt_bayes.posterior import responses_from_tree, thinned_draws
+from benchmirt_bayes.model.layout import ResponseLayout
+from benchmirt_bayes.model.response_models import linear_predictor
+from benchmirt_bayes.posterior import responses_from_tree, thinned_draws, type_parameters
 
 
-def cell_probabilities(draws: xr.Dataset) -> np.ndarray:
-    """``(sample, llm, item)`` probabilities of a correct answer for the given draws."""
+def cell_probabilities(draws: xr.Dataset, layout: ResponseLayout | None = None) -> np.ndarray:
+    """``(sample, llm, item)`` expected scores on ``[0, 1]`` for the given draws.
+
+    For binary items the probability of a correct answer; for graded, continuous and
+    count items (``layout`` from the fit's data) the expected score divided by the item's
+    highest possible score.
+    """
     ability = draws["ability"].transpose("sample_index", "llm", "dimension").values
     loading = draws["loading"].transpose("sample_index", "item", "dimension").values
     intercept = draws["intercept"].transpose("sample_index", "item").values
-    return BINARY.expected_score(linear_predictor(ability, loading, intercept))
+    eta = linear_predictor(ability, loading, intercept)
+    if layout is None or layout.is_binary:
+        return ResponseLayout.binary(eta.shape[-1]).expected_score(eta, {})
+    return layout.expected_score(eta, type_parameters(layout, draws))
 
 
 def predicted_group_scores(
@@ -23,8 +32,9 @@ def predicted_group_scores(
 ) -> xr.Dataset:
     """Observed and posterior-predicted mean score per LLM and item group.
 
-    The prediction is the expected share correct over the *observed* cells of
-    each (LLM, group), so it is comparable with the observed mean.
+    The prediction is the expected share correct (the expected score on ``[0, 1]`` for
+    graded, continuous and count items) over the *observed* cells of each (LLM, group),
+    so it is comparable with the observed mean.
 
     Returns
     -------
@@ -36,7 +46,8 @@ def predicted_group_scores(
     groups = responses.data[by].values
     codes, names = pd.factorize(groups)
     observed = responses.observed
-    values = np.where(observed, responses.values, 0.0)
+    values = np.where(observed, responses.scaled_values, 0.0)
+    layout = ResponseLayout.from_responses(responses)
     n_groups = len(names)
     counts = np.zeros((responses.n_llms, n_groups))
     sums = np.zeros_like(counts)
@@ -48,7 +59,7 @@ def predicted_group_scores(
     predicted = np.zeros((draws.sizes["sample_index"], responses.n_llms, n_groups))
     for start in range(0, draws.sizes["sample_index"], 10):
         chunk = draws.isel(sample_index=slice(start, start + 10))
-        probs = cell_probabilities(chunk) * observed[None]
+        probs = cell_probabilities(chunk, layout) * observed[None]
         for g in range(n_groups):
             predicted[start : start + probs.shape[0], :, g] = probs[:, :, codes == g].sum(axis=2)
     with np.errstate(invalid="ignore", divide="ignore"):

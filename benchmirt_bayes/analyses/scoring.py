@@ -18,8 +18,37 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.model.response_models import BINARY, linear_predictor
-from benchmirt_bayes.posterior import fit_spec, responses_from_tree, thinned_draws
+from benchmirt_bayes.model.layout import ItemParameters, ResponseLayout
+from benchmirt_bayes.model.response_models import information_matrix, linear_predictor
+from benchmirt_bayes.posterior import fit_spec, responses_from_tree, thinned_draws, type_parameters
+
+
+@dataclass(frozen=True)
+class CellModel:
+    """The response models of a regression's ``n`` columns and their per-draw item parameters.
+
+    ``params`` arrays are sample-first, ``(draw, n, …)``, paired with the design's draws.
+    """
+
+    layout: ResponseLayout
+    params: ItemParameters
+
+    @classmethod
+    def binary(cls, n: int) -> CellModel:
+        """``n`` binary columns."""
+        return cls(ResponseLayout.binary(n), {})
+
+    def log_likelihood(self, y: np.ndarray, eta: np.ndarray, expand: int = 0) -> np.ndarray:
+        """Per cell; ``eta (unit, draw, [m,] n)``, ``expand`` the axes between draw and item."""
+        return self.layout.log_likelihood(y, eta, self.params, expand=expand)
+
+    def score_residual(self, y: np.ndarray, eta: np.ndarray) -> np.ndarray:
+        """``∂ log p / ∂η`` per cell, ``eta (unit, draw, n)``."""
+        return self.layout.score_residual(y, eta, self.params, expand=0)
+
+    def information_weight(self, eta: np.ndarray) -> np.ndarray:
+        """Fisher information of ``η`` per cell, ``eta (unit, draw, n)``."""
+        return self.layout.information_weight(eta, self.params, expand=0)
 
 
 # ------------------------------------------------------------------ the core
@@ -33,11 +62,12 @@ def laplace_sir(
     samples_per_draw: int = 4,
     seed: int = 0,
     newton_steps: int = 50,
+    cells: CellModel | None = None,
 ) -> np.ndarray:
-    """Samples of logistic-regression weights, one regression per (unit, draw).
+    """Samples of regression weights, one regression per (unit, draw).
 
-    Model: ``y_un ~ BernoulliLogit(design_sn · w_us + offset_sn)`` with
-    prior ``w_us ~ N(prior_mean, diag(prior_var))``.
+    Model: ``y_un ~ ResponseModel_n(design_sn · w_us + offset_sn)`` (Bernoulli-logit
+    unless ``cells`` says otherwise) with prior ``w_us ~ N(prior_mean, diag(prior_var))``.
 
     Parameters
     ----------
@@ -55,7 +85,10 @@ def laplace_sir(
     seed
         Seed of the proposals and the resampling.
     newton_steps
-        Maximum Newton iterations for the mode (the log density is strictly concave).
+        Maximum Newton iterations for the mode (Fisher scoring with step halving).
+    cells
+        The response models of the ``n`` columns and their per-draw item parameters
+        (default: all binary).
 
     Returns
     -------
@@ -64,24 +97,25 @@ def laplace_sir(
         ``k // samples_per_draw``, so it can be paired with that draw's design.
 
     """
-    n_draw, _, p = design.shape
+    n_draw, n_cols, p = design.shape
     n_unit = outcomes.shape[0]
+    cells = CellModel.binary(n_cols) if cells is None else cells
     mask = ~np.isnan(outcomes)
     y = np.where(mask, outcomes, 0.0)
     shape = (n_unit, n_draw, p)
     mean = np.broadcast_to(prior_mean, shape).astype(float)
     var = np.broadcast_to(prior_var, shape).astype(float)
     w = mean.copy()
-    value = _objective(design, offset, y, mask, w, mean, var)
+    value = _objective(design, offset, y, mask, w, mean, var, cells)
     for _ in range(newton_steps):
-        grad, hess = _gradient_hessian(design, offset, y, mask, w, mean, var)
+        grad, hess = _gradient_hessian(design, offset, y, mask, w, mean, var, cells)
         step = np.linalg.solve(-hess, grad[..., None])[..., 0]
         # damped Newton: halve the step wherever it would lower the log density (saturated
         # logits make the plain Newton step overshoot for LLMs that get nearly everything right)
         size = np.ones(value.shape)
         for _halving in range(30):
             candidate = w + size[..., None] * step
-            new_value = _objective(design, offset, y, mask, candidate, mean, var)
+            new_value = _objective(design, offset, y, mask, candidate, mean, var, cells)
             worse = new_value < value - 1e-10
             if not worse.any():
                 break
@@ -89,7 +123,7 @@ def laplace_sir(
         w, value = candidate, new_value
         if np.max(np.abs(size[..., None] * step)) < 1e-8:
             break
-    _, hess = _gradient_hessian(design, offset, y, mask, w, mean, var)
+    _, hess = _gradient_hessian(design, offset, y, mask, w, mean, var, cells)
     cov = np.linalg.inv(-hess)
     cov = 0.5 * (cov + np.swapaxes(cov, -1, -2))
     chol = np.linalg.cholesky(cov)
@@ -98,7 +132,7 @@ def laplace_sir(
     noise = rng.standard_normal((n_unit, n_draw, m, p))
     proposals = w[:, :, None, :] + np.einsum("udpq,udmq->udmp", chol, noise)
     log_q = -0.5 * np.sum(noise**2, axis=-1)
-    log_target = _log_density(design, offset, y, mask, proposals, mean, var)
+    log_target = _log_density(design, offset, y, mask, proposals, mean, var, cells)
     log_weight = log_target - log_q
     log_weight -= log_weight.max(axis=-1, keepdims=True)
     weight = np.exp(log_weight)
@@ -111,28 +145,29 @@ def laplace_sir(
     return picked.reshape(n_unit, n_draw * samples_per_draw, p)
 
 
-def _objective(design, offset, y, mask, w, mean, var):
+def _objective(design, offset, y, mask, w, mean, var, cells):
     """Unnormalised log posterior at ``w (unit, draw, p)``."""
     eta = np.einsum("snp,usp->usn", design, w) + offset[None]
-    loglik = np.sum(BINARY.log_likelihood(y[:, None, :], eta) * mask[:, None, :], axis=-1)
+    loglik = np.sum(cells.log_likelihood(y[:, None, :], eta) * mask[:, None, :], axis=-1)
     return loglik - 0.5 * np.sum((w - mean) ** 2 / var, axis=-1)
 
 
-def _gradient_hessian(design, offset, y, mask, w, mean, var):
+def _gradient_hessian(design, offset, y, mask, w, mean, var, cells):
     eta = np.einsum("snp,usp->usn", design, w) + offset[None]
-    resid = BINARY.score_residual(y[:, None, :], eta) * mask[:, None, :]
+    resid = cells.score_residual(y[:, None, :], eta) * mask[:, None, :]
     grad = np.einsum("snp,usn->usp", design, resid) - (w - mean) / var
-    weight = BINARY.information_weight(eta) * mask[:, None, :]
+    # Fisher scoring: the expected information (the exact Hessian for the logistic types)
+    weight = cells.information_weight(eta) * mask[:, None, :]
     hess = -np.einsum("snp,usn,snq->uspq", design, weight, design)
     idx = np.arange(w.shape[-1])
     hess[..., idx, idx] -= 1.0 / var
     return grad, hess
 
 
-def _log_density(design, offset, y, mask, w, mean, var):
+def _log_density(design, offset, y, mask, w, mean, var, cells):
     """Unnormalised log posterior at ``w (unit, draw, m, p)``."""
     eta = np.einsum("snp,usmp->usmn", design, w) + offset[None, :, None, :]
-    loglik = BINARY.log_likelihood(y[:, None, None, :], eta)
+    loglik = cells.log_likelihood(y[:, None, None, :], eta, expand=1)
     loglik = np.sum(loglik * mask[:, None, None, :], axis=-1)
     prior = -0.5 * np.sum((w - mean[:, :, None, :]) ** 2 / var[:, :, None, :], axis=-1)
     return loglik + prior
@@ -148,6 +183,8 @@ class ItemDraws:
     intercept: np.ndarray  # (draw, item)
     dimensions: list[str]
     ability_prior_cov: np.ndarray  # (dimension, dimension)
+    layout: ResponseLayout
+    params: ItemParameters  # graded / continuous / count item parameters, (draw, item, …)
 
     @classmethod
     def from_posterior(cls, posterior: xr.DataTree, n_draws: int = 100, seed: int = 0) -> ItemDraws:
@@ -165,13 +202,38 @@ class ItemDraws:
         if "ability_correlation" in post.data_vars:
             corr = post["ability_correlation"].mean(("chain", "draw")).values
             cov = corr * sigma**2
+        layout = ResponseLayout.from_responses(responses_from_tree(posterior))
         return cls(
             np.asarray(loading["item"].values).astype(str),
             loading.values,
             intercept.values,
             list(map(str, loading["dimension"].values)),
             cov,
+            layout,
+            type_parameters(layout, draws),
         )
+
+    def cells(self, columns: np.ndarray, draws: np.ndarray | None = None) -> CellModel:
+        """The response models of ``columns``, with parameters of all draws (or of ``draws``)."""
+        params = self.params if draws is None else self.layout.at_sample(self.params, draws)
+        return CellModel(self.layout.take(columns), self.layout.take_parameters(params, columns))
+
+    def check_responses(self, columns: np.ndarray, values: np.ndarray) -> None:
+        """Raise ValueError naming every value that does not fit its item's response type."""
+        types = self.layout.types[columns]
+        scale = self.layout.score_scale[columns]
+        values = np.asarray(values, dtype=float)
+        seen = ~np.isnan(values)
+        whole = values == np.round(values)
+        bad = seen & ((values < 0) | (values > scale) | ((types != "continuous") & ~whole))
+        if bad.any():
+            shown = {
+                f"{self.items[c]} ({t}, highest {s:g})": float(v)
+                for c, t, s, v in zip(
+                    columns[bad][:5], types[bad][:5], scale[bad][:5], values[bad][:5], strict=True
+                )
+            }
+            raise ValueError(f"responses outside their items' response types: {shown}")
 
     def columns(self, items: np.ndarray) -> np.ndarray:
         """Positions of ``items`` in this item order (KeyError listing unknown ids)."""
@@ -201,25 +263,34 @@ def ability_samples(
     design = item_draws.loading[:, answered, :]
     offset = item_draws.intercept[:, answered]
     prior_var = np.diag(item_draws.ability_prior_cov)
+    cells = item_draws.cells(answered)
     parts = []
     for start in range(0, outcomes.shape[0], chunk):
         rows = outcomes[start : start + chunk][:, answered]
         parts.append(
             laplace_sir(
-                design, offset, rows, 0.0, prior_var, samples_per_draw=samples_per_draw, seed=seed + start
+                design,
+                offset,
+                rows,
+                0.0,
+                prior_var,
+                samples_per_draw=samples_per_draw,
+                seed=seed + start,
+                cells=cells,
             )
         )
     return np.concatenate(parts, axis=0)
 
 
 def probabilities_for_samples(item_draws: ItemDraws, samples: np.ndarray, columns: np.ndarray) -> np.ndarray:
-    """``(unit, sample, item)`` probabilities of correct answers on ``columns``."""
+    """``(unit, sample, item)`` expected scores on ``[0, 1]`` on ``columns`` (binary: probabilities)."""
     per_draw = samples.shape[1] // item_draws.loading.shape[0]
     draw_of_sample = np.arange(samples.shape[1]) // per_draw
     loading = item_draws.loading[draw_of_sample][:, columns, :]  # (sample, item, dim)
     intercept = item_draws.intercept[draw_of_sample][:, columns]
     eta = linear_predictor(samples[:, :, None, :], loading, intercept)[:, :, 0, :]  # (unit, sample, item)
-    return BINARY.expected_score(eta)
+    cells = item_draws.cells(columns, draw_of_sample)
+    return cells.layout.expected_score(eta, cells.params, expand=0)
 
 
 # ---------------------------------------------------------------- score_llm
@@ -265,8 +336,10 @@ def score_llm(
     posterior
         A fit from :func:`benchmirt_bayes.fit_posterior`.
     responses_of_new_llm
-        ``{item_id: 0 or 1}`` for the items the LLM was evaluated on (NaN = not
-        evaluated). Unknown item ids raise ``KeyError``.
+        ``{item_id: response}`` for the items the LLM was evaluated on (0/1 for binary
+        items, a category, a score in [0, 1] or a count for the other types; NaN = not
+        evaluated). Unknown item ids raise ``KeyError``; a value that does not fit its
+        item's type raises ``ValueError``.
     n_draws, samples_per_draw
         Posterior draws of the items used, and ability samples per draw.
     interval
@@ -277,17 +350,15 @@ def score_llm(
     Returns
     -------
     LLMScore
-        ``ability (sample, dimension)`` and, per benchmark, the predicted share
-        correct over *all* its items with interval, next to the observed share
-        on the answered items.
+        ``ability (sample, dimension)`` and, per benchmark, the predicted mean score
+        on ``[0, 1]`` (share correct for binary items) over *all* its items with
+        interval, next to the observed mean on the answered items.
 
     """
     answers = pd.Series(responses_of_new_llm, dtype=float)
-    bad = answers.dropna()[~answers.dropna().isin([0.0, 1.0])]
-    if len(bad):
-        raise ValueError(f"responses must be 0/1 (or NaN); got {bad.iloc[:5].to_dict()}")
     item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
     columns = item_draws.columns(answers.index.astype(str).to_numpy())
+    item_draws.check_responses(columns, answers.to_numpy())
     outcomes = np.full((1, len(item_draws.items)), np.nan)
     outcomes[0, columns] = answers.to_numpy()
     samples = ability_samples(item_draws, outcomes, samples_per_draw=samples_per_draw, seed=seed)
@@ -299,7 +370,7 @@ def score_llm(
     for name in pd.unique(benchmarks):
         cols = benchmarks == name
         score = probs[:, cols].mean(axis=1)
-        answered = outcomes[0, cols]
+        answered = outcomes[0, cols] / item_draws.layout.score_scale[cols]
         n_answered = int((~np.isnan(answered)).sum())
         rows.append(
             {
@@ -331,7 +402,9 @@ def expected_information(item_draws: ItemDraws, samples: np.ndarray, candidates:
     loading = item_draws.loading[draw_of_sample][:, candidates, :]  # (sample, cand, dim)
     intercept = item_draws.intercept[draw_of_sample][:, candidates]
     eta = linear_predictor(samples[:, None, :], loading, intercept)[:, 0, :]  # (sample, cand)
-    return BINARY.information(eta, loading).mean(axis=0)
+    cells = item_draws.cells(candidates, draw_of_sample)
+    weight = cells.layout.information_weight(eta, cells.params, expand=0)
+    return information_matrix(weight, loading).mean(axis=0)
 
 
 def adaptive_test(
@@ -358,7 +431,8 @@ def adaptive_test(
     posterior
         A fit from :func:`benchmirt_bayes.fit_posterior`.
     answer
-        ``answer(item_id) -> 0 or 1``: evaluates the LLM on one item.
+        ``answer(item_id) -> response``: evaluates the LLM on one item (0/1 for a binary
+        item; a category, score or count for the other types).
     budget
         Maximum number of items asked.
     stop_sd
@@ -402,8 +476,7 @@ def adaptive_test(
         column = pool_columns.pop(choice)
         item = str(item_draws.items[column])
         response = float(answer(item))
-        if response not in (0.0, 1.0):
-            raise ValueError(f"answer({item!r}) must return 0 or 1, got {response!r}")
+        item_draws.check_responses(np.array([column]), np.array([response]))
         outcomes[0, column] = response
         samples = ability_samples(item_draws, outcomes, samples_per_draw=samples_per_draw, seed=seed + step)[
             0

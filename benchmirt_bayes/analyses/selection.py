@@ -40,8 +40,9 @@ from benchmirt_bayes.analyses.metrics import spearman
 from benchmirt_bayes.analyses.scoring import ItemDraws, ability_samples, probabilities_for_samples
 from benchmirt_bayes.batch import ExecutorArg, fields_fingerprint, run_batch
 from benchmirt_bayes.data.responses import ResponseMatrix
-from benchmirt_bayes.model.response_models import BINARY, linear_predictor, mdisc, multidimensional_difficulty
-from benchmirt_bayes.posterior import point_parameters, responses_from_tree
+from benchmirt_bayes.model.layout import ResponseLayout
+from benchmirt_bayes.model.response_models import linear_predictor, mdisc, multidimensional_difficulty
+from benchmirt_bayes.posterior import point_parameters, point_type_parameters, responses_from_tree
 from benchmirt_bayes.rotations import procrustes
 
 SelectionMethod = Literal["published", "information", "random"]
@@ -111,8 +112,12 @@ def select_items(
     elif method == "published":
         chosen = _published(loading, intercept, dim_index, share, size, n_bins)
     else:
-        benchmarks = responses_from_tree(posterior).benchmarks.astype(str)
-        chosen = _greedy_information(loading, intercept, ability, dim_index, benchmarks, size)
+        responses = responses_from_tree(posterior)
+        layout = ResponseLayout.from_responses(responses)
+        weight = layout.information_weight(
+            linear_predictor(ability, loading, intercept), point_type_parameters(posterior, layout)
+        )
+        chosen = _greedy_information(weight, loading, dim_index, responses.benchmarks.astype(str), size)
     return pd.Index(items[np.sort(chosen)], name="item")
 
 
@@ -142,16 +147,15 @@ def _published(
 
 
 def _greedy_information(
+    weight: np.ndarray,
     loading: np.ndarray,
-    intercept: np.ndarray,
-    ability: np.ndarray,
     dim_index: list[int],
     benchmarks: np.ndarray,
     size: int,
 ) -> np.ndarray:
-    weight = BINARY.information_weight(linear_predictor(ability, loading, intercept))  # (llm, item)
+    """Greedy D-optimal choice from the information weights ``(llm, item)`` of every cell."""
     a = loading[:, dim_index]  # (item, k)
-    n_llm, k = ability.shape[0], len(dim_index)
+    n_llm, k = weight.shape[0], len(dim_index)
     precision_inv = np.repeat(np.eye(k)[None], n_llm, axis=0)  # prior precision = identity
 
     def gain(i: int) -> float:

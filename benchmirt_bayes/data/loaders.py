@@ -45,6 +45,7 @@ def load_responses(
     metadata_columns: tuple[str, ...] | None = None,
     metric: str | Mapping[str, str] = "acc",
     binarize: float | None = None,
+    response_type: str | Mapping[str, str] | None = None,
 ) -> ResponseMatrix:
     """Read benchmark results into a :class:`ResponseMatrix`.
 
@@ -81,8 +82,14 @@ def load_responses(
         ``exact_match``, ...), or a mapping task → metric for folders that
         mix tasks scored differently.
     binarize
-        Threshold for continuous scores: ``score >= binarize`` becomes 1.
-        Without it, any value other than 0, 1 or missing is an error.
+        Threshold for continuous scores: ``score >= binarize`` becomes 1 (only
+        when asked: scores are otherwise kept as they are).
+    response_type
+        The response type of every item (``"binary"``, ``"graded"``,
+        ``"continuous"``, ``"count"``) or a mapping benchmark → type; benchmarks
+        not named stay binary. An item-metadata column ``response_type`` does the
+        same per item (with ``n_categories`` for graded and ``n_trials`` for count
+        items). Without either, any value other than 0, 1 or missing is an error.
 
     Returns
     -------
@@ -142,6 +149,7 @@ def load_responses(
             benchmark=benchmark,
             subgroup_col=subgroup_col,
             binarize=binarize,
+            response_type=response_type,
             source=label,
         )
     if format == "wide":
@@ -154,6 +162,7 @@ def load_responses(
             benchmark=benchmark,
             subgroup_col=subgroup_col,
             binarize=binarize,
+            response_type=response_type,
             source=label,
         )
     if format == "wide_items":
@@ -165,6 +174,7 @@ def load_responses(
             benchmark=benchmark,
             subgroup_col=subgroup_col,
             binarize=binarize,
+            response_type=response_type,
             source=label,
         )
     raise ValueError(f"unknown format {format!r}; use one of {Format.__args__}")
@@ -225,6 +235,7 @@ def from_long_frame(
     subgroup_col: str | None = None,
     binarize: float | None = None,
     source: str | None = None,
+    response_type: str | Mapping[str, str] | None = None,
 ) -> ResponseMatrix:
     """Build a matrix from a long table; metadata may come from its own columns."""
     missing_cols = [c for c in (llm_col, item_col, correct_col) if c not in table.columns]
@@ -277,6 +288,7 @@ def from_long_frame(
         binarize=binarize,
         source=source,
         earlier_problems=problems,
+        response_type=response_type,
     )
 
 
@@ -290,6 +302,7 @@ def from_wide_frame(
     binarize: float | None = None,
     source: str | None = None,
     earlier_problems: list[str] | None = None,
+    response_type: str | Mapping[str, str] | None = None,
 ) -> ResponseMatrix:
     """Build a matrix from a wide ``llm × item`` frame of scores plus item metadata.
 
@@ -314,7 +327,11 @@ def from_wide_frame(
     items = scores.columns.to_numpy()
     meta, meta_problems = _item_metadata(items, item_metadata, item_col, benchmark, subgroup_col)
     problems.extend(meta_problems)
-    problems.extend(value_problems(array, scores.index.astype(str).to_numpy(), items))
+    if response_type is not None:
+        meta, type_problems = _declared_types(meta, response_type)
+        problems.extend(type_problems)
+    if "response_type" not in meta.columns:
+        problems.extend(value_problems(array, scores.index.astype(str).to_numpy(), items))
     if problems:
         raise ResponseDataError(problems, source=source)
     coords = {LLM_DIM: scores.index.astype(str).to_numpy(), ITEM_DIM: items}
@@ -325,6 +342,24 @@ def from_wide_frame(
         return ResponseMatrix(data)
     except ResponseDataError as exc:
         raise ResponseDataError(exc.problems, source=source) from None
+
+
+def _declared_types(
+    meta: pd.DataFrame, response_type: str | Mapping[str, str]
+) -> tuple[pd.DataFrame, list[str]]:
+    """Set the ``response_type`` column from one type for all or a benchmark → type mapping."""
+    meta = meta.copy()
+    if isinstance(response_type, str):
+        meta["response_type"] = response_type
+        return meta, []
+    known = set(meta["benchmark"].dropna()) if "benchmark" in meta.columns else set()
+    unknown = sorted(set(response_type) - known)
+    if unknown:
+        return meta, [f"response_type names unknown benchmark(s): {limit_listing(unknown)}"]
+    current = meta["response_type"] if "response_type" in meta.columns else pd.Series("binary", meta.index)
+    declared = meta["benchmark"].map(dict(response_type))
+    meta["response_type"] = declared.where(declared.notna(), current.fillna("binary"))
+    return meta, []
 
 
 def _item_metadata(
@@ -397,6 +432,7 @@ def _from_items_as_rows(
     subgroup_col: str | None,
     binarize: float | None,
     source: str,
+    response_type: str | Mapping[str, str] | None = None,
 ) -> ResponseMatrix:
     if item_col not in table.columns:
         raise ResponseDataError(
@@ -420,6 +456,7 @@ def _from_items_as_rows(
         subgroup_col=subgroup_col,
         binarize=binarize,
         source=source,
+        response_type=response_type,
     )
 
 

@@ -123,7 +123,10 @@ MIRT_DATASETS = {
     "LSAT6": "LSAT6_expanded.csv",
     "SAT12": "SAT12_scored.csv",
     "deAyala": "deAyala_expanded.csv",
+    "Science": "Science.csv",
 }
+GRADED_MIRT_DATASETS = {"Science": 4}
+"""Sets with ordered categories (coded 1 … K in the file, 0 … K−1 here) and their K."""
 
 
 def load_mirt_reference(
@@ -144,6 +147,17 @@ def load_mirt_reference(
     folder = Path(folder)
     table = read_table(_require(folder / "data" / MIRT_DATASETS[dataset]))
     table.index = [f"respondent_{i:04d}" for i in range(len(table))]
+    if dataset in GRADED_MIRT_DATASETS:
+        categories = GRADED_MIRT_DATASETS[dataset]
+        metadata = pd.DataFrame(
+            {
+                "item": table.columns.astype(str),
+                "benchmark": dataset,
+                "response_type": "graded",
+                "n_categories": categories,
+            }
+        )
+        return from_wide_frame(table - 1, metadata, benchmark=dataset, source=str(folder))
     return from_wide_frame(table, None, benchmark=dataset, source=str(folder))
 
 

@@ -1,8 +1,19 @@
 """`ResponseMatrix`: the one in-memory form of benchmark response data.
 
-An ``xarray.DataArray`` with dims ``(llm, item)``, values 1.0 (correct), 0.0
-(wrong) and NaN (not evaluated), and item coordinates ``benchmark`` and
-``subgroup`` plus any other item metadata (``category``, ...).
+An ``xarray.DataArray`` with dims ``(llm, item)``, NaN for cells not evaluated, and item
+coordinates ``benchmark`` and ``subgroup`` plus any other item metadata (``category``,
+...). Each item has a response type (item coordinate ``response_type``; all ``binary``
+when absent):
+
+============== ============================== ==================================
+type           values                         item metadata it needs
+============== ============================== ==================================
+``binary``     0 (wrong) or 1 (correct)
+``graded``     ordered categories 0 … K−1     ``n_categories`` K (default: the
+                                              largest value seen + 1)
+``continuous`` any score in [0, 1]
+``count``      k correct of n tries, 0 … n    ``n_trials`` n
+============== ============================== ==================================
 """
 
 from __future__ import annotations
@@ -21,6 +32,8 @@ from benchmirt_bayes.errors import ResponseDataError, limit_listing
 LLM_DIM = "llm"
 ITEM_DIM = "item"
 REQUIRED_ITEM_COORDS = ("benchmark", "subgroup")
+RESPONSE_TYPES = ("binary", "graded", "continuous", "count")
+TYPE_COORD = "response_type"
 
 
 @dataclass(frozen=True)
@@ -52,13 +65,14 @@ class ItemFilterReport:
 
 
 class ResponseMatrix:
-    """Binary responses of LLMs to benchmark items, with item metadata.
+    """Responses of LLMs to benchmark items, with item metadata.
 
     Parameters
     ----------
     data
-        A DataArray with dims ``("llm", "item")``, values in {0, 1, NaN} and at
-        least the item coordinates ``benchmark`` and ``subgroup``.
+        A DataArray with dims ``("llm", "item")``, values of each item's response type
+        (module docstring; binary {0, 1} by default) or NaN, and at least the item
+        coordinates ``benchmark`` and ``subgroup``.
     validate
         Check the values and coordinates (default). Internal callers that
         already validated pass ``False``.
@@ -67,7 +81,8 @@ class ResponseMatrix:
     ------
     ResponseDataError
         Listing every problem: wrong dims, values outside {0, 1}, missing item
-        metadata, duplicate ids, LLMs or items with no observation.
+        metadata, duplicate ids, LLMs or items with no observation, a value outside
+        its item's type (naming the item and the value).
 
     Examples
     --------
@@ -120,6 +135,45 @@ class ResponseMatrix:
         return list(pd.unique(self.benchmarks))
 
     @property
+    def response_types(self) -> np.ndarray:
+        """Response type of each item (``"binary"`` for every item of a plain 0/1 matrix)."""
+        if TYPE_COORD not in self._data.coords:
+            return np.full(self.n_items, "binary", dtype=object)
+        return self._data[TYPE_COORD].values.astype(str).astype(object)
+
+    @property
+    def is_binary(self) -> bool:
+        """Whether every item is binary."""
+        return TYPE_COORD not in self._data.coords or bool(np.all(self.response_types == "binary"))
+
+    @property
+    def n_categories(self) -> np.ndarray:
+        """Number of ordered categories per item (2 for binary items, 0 for continuous and count)."""
+        return _int_coord(self._data, "n_categories", np.where(self.response_types == "binary", 2, 0))
+
+    @property
+    def n_trials(self) -> np.ndarray:
+        """Tries per item for count items (1 for the others)."""
+        return _int_coord(self._data, "n_trials", np.ones(self.n_items, dtype=np.int64))
+
+    @property
+    def score_scale(self) -> np.ndarray:
+        """Highest possible value per item: 1, ``K − 1`` (graded) or ``n`` (count)."""
+        types = self.response_types
+        scale = np.ones(self.n_items)
+        graded, count = types == "graded", types == "count"
+        scale[graded] = self.n_categories[graded] - 1
+        scale[count] = self.n_trials[count]
+        return scale
+
+    @property
+    def scaled_values(self) -> np.ndarray:
+        """Values divided by :attr:`score_scale`: every response type on ``[0, 1]``."""
+        if self.is_binary:
+            return self.values
+        return self.values / self.score_scale
+
+    @property
     def n_llms(self) -> int:
         """Number of LLMs."""
         return self._data.sizes[LLM_DIM]
@@ -169,8 +223,12 @@ class ResponseMatrix:
         for ids in (self.llms, self.items, self.benchmarks, self.subgroups):
             digest.update("\x1f".join(map(str, ids)).encode())
             digest.update(b"\x1e")
-        coded = np.where(self.observed, self.values, 2).astype(np.int8)
-        digest.update(coded.tobytes())
+        if self.is_binary:
+            digest.update(np.where(self.observed, self.values, 2).astype(np.int8).tobytes())
+        else:
+            digest.update("\x1f".join(self.response_types).encode())
+            digest.update(self.n_categories.tobytes() + self.n_trials.tobytes())
+            digest.update(np.ascontiguousarray(self.values, dtype=np.float64).tobytes())
         return digest.hexdigest()
 
     def __repr__(self) -> str:
@@ -229,13 +287,17 @@ class ResponseMatrix:
             data = data.isel({ITEM_DIM: np.flatnonzero(keep)})
         return ResponseMatrix(data)
 
+    def take_items(self, columns: Sequence[int] | np.ndarray) -> ResponseMatrix:
+        """The items at integer ``columns`` (not validated: LLMs may be left without observations)."""
+        return ResponseMatrix(self._data.isel({ITEM_DIM: np.asarray(columns)}), validate=False)
+
     def with_values(self, values: np.ndarray) -> ResponseMatrix:
         """Same ids and metadata with new ``(llm, item)`` values (validated)."""
         return ResponseMatrix(self._data.copy(data=np.asarray(values, dtype=float)))
 
     # ----------------------------------------------------------------- scores
     def llm_scores(self, by: str | None = None) -> pd.DataFrame:
-        """Mean score per LLM, overall (``by=None``) or per item group.
+        """Mean score per LLM, overall (``by=None``) or per item group (on the ``[0, 1]`` scale).
 
         Parameters
         ----------
@@ -250,10 +312,10 @@ class ResponseMatrix:
         """
         if by is None:
             return pd.DataFrame(
-                {"score": np.nanmean(self.values, axis=1)}, index=pd.Index(self.llms, name=LLM_DIM)
+                {"score": np.nanmean(self.scaled_values, axis=1)}, index=pd.Index(self.llms, name=LLM_DIM)
             )
         groups = self._group_values(by)
-        values, observed = self.values, self.observed
+        values, observed = self.scaled_values, self.observed
         columns = {}
         for group in pd.unique(groups):
             cols = groups == group
@@ -268,8 +330,8 @@ class ResponseMatrix:
         return self.llm_scores(by="benchmark")
 
     def item_scores(self) -> pd.Series:
-        """Share of evaluated LLMs that got each item right."""
-        return pd.Series(np.nanmean(self.values, axis=0), index=pd.Index(self.items, name=ITEM_DIM))
+        """Mean score of each item over the LLMs evaluated on it (share correct for binary items)."""
+        return pd.Series(np.nanmean(self.scaled_values, axis=0), index=pd.Index(self.items, name=ITEM_DIM))
 
     def _group_values(self, by: str) -> np.ndarray:
         if by not in self.item_coords:
@@ -333,7 +395,7 @@ class ResponseMatrix:
         This is the published BenchMIRT rule (5% / 95%). Nothing is dropped
         silently: the report lists every removed item and why.
         """
-        share = np.nanmean(self.values, axis=0)
+        share = np.nanmean(self.scaled_values, axis=0)
         too_hard = share < min_share
         too_easy = share > max_share
         drop = too_hard | too_easy
@@ -383,9 +445,11 @@ class ResponseMatrix:
         raise ValueError(f"orient must be 'llms' or 'items', got {orient!r}")
 
     def to_netcdf(self, path: str, **kwargs: object) -> None:
-        """Write the matrix to a compressed netCDF file (int8 storage, NaN preserved)."""
+        """Write the matrix to a compressed netCDF file (int8 storage for binary data, NaN preserved)."""
         ds = self._data.rename("correct").to_dataset()
         encoding = {"correct": {"dtype": "int8", "_FillValue": -1, "zlib": True, "complevel": 6}}
+        if not self.is_binary:
+            encoding = {"correct": {"dtype": "float64", "zlib": True, "complevel": 6}}
         for name in self.item_coords:
             if self._data[name].dtype == object:
                 ds[name] = ds[name].astype(str)
@@ -422,12 +486,106 @@ def _validated(data: xr.DataArray) -> xr.DataArray:
         values = np.asarray(data.values, dtype=float)
     except (TypeError, ValueError):
         raise ResponseDataError([*problems, "values are not numeric"]) from None
-    problems.extend(value_problems(values, data[LLM_DIM].values, data[ITEM_DIM].values))
+    if TYPE_COORD in data.coords:
+        data, type_problems = _typed_coords(data, values)
+        problems.extend(type_problems)
+        if not type_problems:
+            problems.extend(
+                typed_value_problems(
+                    values, data[LLM_DIM].values, data[ITEM_DIM].values, ResponseMatrix(data, validate=False)
+                )
+            )
+    else:
+        problems.extend(value_problems(values, data[LLM_DIM].values, data[ITEM_DIM].values))
     if problems:
         raise ResponseDataError(problems)
     if values.dtype != data.dtype:
         data = data.copy(data=values)
     return data
+
+
+def _int_coord(data: xr.DataArray, name: str, default: np.ndarray) -> np.ndarray:
+    if name not in data.coords:
+        return np.asarray(default, dtype=np.int64)
+    return np.asarray(data[name].values).astype(float).astype(np.int64)
+
+
+def _typed_coords(data: xr.DataArray, values: np.ndarray) -> tuple[xr.DataArray, list[str]]:
+    """Check ``response_type`` and fill ``n_categories`` / ``n_trials``; list the problems."""
+    items = data[ITEM_DIM].values
+    types = np.asarray(data[TYPE_COORD].values).astype(str)
+    unknown = ~np.isin(types, RESPONSE_TYPES)
+    if unknown.any():
+        listed = [f"{items[i]}={str(types[i])!r}" for i in np.flatnonzero(unknown)]
+        return data, [
+            f"unknown response_type for item(s) {limit_listing(listed)}; known: {list(RESPONSE_TYPES)}"
+        ]
+    problems = []
+    observed = ~np.isnan(values)
+    with np.errstate(invalid="ignore"):
+        largest = np.where(observed.any(axis=0), np.nanmax(np.where(observed, values, -np.inf), axis=0), 0)
+    graded = types == "graded"
+    if "n_categories" in data.coords:
+        categories = np.asarray(data["n_categories"].values, dtype=float)
+        fill = graded & ~np.isfinite(categories)
+        categories = np.where(fill, largest + 1, categories)
+    else:
+        categories = np.where(graded, np.maximum(largest + 1, 2), 0)
+    categories = np.where(types == "binary", 2, np.where(graded, categories, 0))
+    bad = graded & ((categories < 2) | (categories != np.round(categories)))
+    if bad.any():
+        problems.append(f"graded item(s) need n_categories ≥ 2: {limit_listing(list(items[bad]))}")
+    count = types == "count"
+    trials = (
+        np.asarray(data["n_trials"].values, dtype=float)
+        if "n_trials" in data.coords
+        else np.full(types.size, np.nan)
+    )
+    trials = np.where(count, trials, 1)
+    missing = count & ~(np.isfinite(trials) & (trials >= 1) & (trials == np.round(trials)))
+    if missing.any():
+        problems.append(
+            f"count item(s) need n_trials (a positive integer, item metadata column 'n_trials'): "
+            f"{limit_listing(list(items[missing]))}"
+        )
+        trials = np.where(missing, 1, trials)
+    data = data.assign_coords(
+        {
+            TYPE_COORD: (ITEM_DIM, types.astype(object)),
+            "n_categories": (ITEM_DIM, np.nan_to_num(categories).astype(np.int64)),
+            "n_trials": (ITEM_DIM, trials.astype(np.int64)),
+        }
+    )
+    return data, problems
+
+
+def typed_value_problems(
+    values: np.ndarray, llms: np.ndarray, items: np.ndarray, matrix: ResponseMatrix
+) -> list[str]:
+    """Values that do not fit their item's response type, each named by LLM, item and value."""
+    types, categories, trials = matrix.response_types, matrix.n_categories, matrix.n_trials
+    observed = ~np.isnan(values)
+    whole = np.where(observed, values == np.round(values), True)
+    upper = np.select([types == "graded", types == "count"], [categories - 1, trials], 1).astype(float)
+    integral = types != "continuous"
+    with np.errstate(invalid="ignore"):
+        bad = observed & ((values < 0) | (values > upper[None, :]) | (integral[None, :] & ~whole))
+    problems = []
+    if bad.any():
+        rows, cols = np.nonzero(bad)
+        cells = [
+            f"({llms[r]}, {items[c]}: {types[c]}"
+            + (f", {categories[c]} categories" if types[c] == "graded" else "")
+            + (f", n_trials={trials[c]}" if types[c] == "count" else "")
+            + f")={values[r, c]}"
+            for r, c in zip(rows[:10], cols[:10], strict=True)
+        ]
+        problems.append(
+            f"{int(bad.sum())} value(s) outside their item's response type: {', '.join(cells)}"
+            + (" …" if bad.sum() > 10 else "")
+        )
+    problems.extend(value_problems(np.where(observed, 0.0, np.nan), llms, items))
+    return problems
 
 
 def value_problems(values: np.ndarray, llms: np.ndarray, items: np.ndarray) -> list[str]:
@@ -440,7 +598,8 @@ def value_problems(values: np.ndarray, llms: np.ndarray, items: np.ndarray) -> l
         problems.append(
             f"{int(bad.sum())} value(s) outside {{0, 1}}: {', '.join(cells)}"
             + (" …" if bad.sum() > 10 else "")
-            + " — pass binarize=THRESHOLD to load_responses for continuous scores"
+            + " — declare the response type (load_responses(..., response_type='continuous', 'graded' "
+            "or 'count', or a benchmark → type mapping), or pass binarize=THRESHOLD to make them 0/1"
         )
     observed = ~np.isnan(values)
     empty_llms = llms[~observed.any(axis=1)]

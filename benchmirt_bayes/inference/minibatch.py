@@ -139,6 +139,11 @@ def fit_minibatch_advi(
 
     jnp = import_jax()
     if isinstance(source, ResponseMatrix):
+        if not source.is_binary:
+            raise ValueError(
+                "the minibatch path fits binary responses only; data with graded, continuous or "
+                "count items fit with fit_posterior (method='nuts', 'advi' or 'map')"
+            )
         source = MatrixSource(source)
     model_spec = load_spec(spec)
     if model_spec.is_confirmatory:

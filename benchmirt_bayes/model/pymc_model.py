@@ -1,6 +1,7 @@
 """`build_model`: the hierarchical compensatory MIRT model in PyMC.
 
-``logit P(correct_ij) = loading_i · ability_j + intercept_i``
+``η_ij = loading_i · ability_j + intercept_i``; binary items ``logit P(correct_ij) = η_ij``,
+graded, continuous and count items through their response models.
 
 Variable names (also the posterior's):
 
@@ -17,7 +18,17 @@ name                            dims                        meaning
 ``benchmark_intercept_spread``  (benchmark,)                item spread around it
 ``subgroup_intercept_offset``   (subgroup_key,)             subgroup shift, zero-sum per benchmark
 ``ability_correlation``         (dimension, dimension_b)    LKJ correlation (if used)
+``cutpoint``                    (item_cutpoint,)            graded items' centred cutpoints
+``graded_log_gap_mean``         (graded_benchmark,)         pooled log gap between cutpoints
+``graded_log_gap_spread``       (graded_benchmark,)         item spread around it
+``continuous_cutpoints``        (continuous_benchmark,      ordered-beta cutpoints κ₀ < κ₁
+                                continuous_bound)
+``continuous_precision``        (continuous_benchmark,)     ordered-beta precision φ
 ==============================  ==========================  ===========================
+
+The last five exist only for data with graded or continuous items; the observed variables
+are ``correct`` (binary cells), ``graded``, ``continuous`` and ``count`` (see
+:mod:`benchmirt_bayes.model.response_models` for each type's likelihood).
 
 With ``[ability] correlation = "whitened"`` (the default specs) every draw's abilities are
 whitened within the sample (:func:`whiten`): unit sample variances, zero sample correlations.
@@ -37,7 +48,7 @@ import pytensor.tensor as pt
 
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
 from benchmirt_bayes.model.anchors import anchored_rows, resolve_anchors
-from benchmirt_bayes.model.response_models import BINARY
+from benchmirt_bayes.model.response_models import BINARY, response_model
 from benchmirt_bayes.model.spec import ModelSpec, load_spec
 
 ITEM_VARIABLES = ("loading", "intercept")
@@ -45,6 +56,14 @@ DENSE_LIKELIHOOD_MIN_SHARE = 0.5
 """Observed share above which ``likelihood="auto"`` uses a whole-matrix form."""
 LIKELIHOOD_FORMS = ("auto", "fused", "dense", "cells")
 ABILITY_VARIABLES = ("ability",)
+OBSERVED_NAMES = {"binary": "correct", "graded": "graded", "continuous": "continuous", "count": "count"}
+"""The observed variable of each response type's cells."""
+
+
+def type_columns(responses: ResponseMatrix) -> dict[str, np.ndarray]:
+    """Item columns of each response type present, in the order binary, graded, continuous, count."""
+    types = responses.response_types
+    return {name: np.flatnonzero(types == name) for name in OBSERVED_NAMES if (types == name).any()}
 
 
 @dataclass(frozen=True)
@@ -167,7 +186,8 @@ def build_model(
         "subgroup_key": index.subgroup_keys,
     }
     if likelihood == "cells":
-        coords["cell"] = np.arange(responses.n_observed)
+        binary_items = responses.response_types == "binary"
+        coords["cell"] = np.arange(int(responses.observed[:, binary_items].sum()))
     ab, ld, ic = spec.ability, spec.loading, spec.intercept
     bench = index.benchmark_of_item
     with pm.Model(coords=coords) as model:
@@ -231,7 +251,19 @@ def build_model(
             intercept = pm.Normal("intercept", int_centre, int_spread[bench], dims=ITEM_DIM)
 
         # --------------------------------------------------------- likelihood
-        BINARY.pymc_term("correct", ability, loading, intercept, responses, likelihood)
+        if responses.is_binary:
+            BINARY.pymc_term("correct", ability, loading, intercept, responses, likelihood)
+        else:
+            for type_name, columns in type_columns(responses).items():
+                response_model(type_name).pymc_term(
+                    OBSERVED_NAMES[type_name],
+                    ability,
+                    loading[columns],
+                    intercept[columns],
+                    responses.take_items(columns),
+                    likelihood,
+                    spec,
+                )
     model.benchmirt_likelihood = likelihood
     model.benchmirt_anchors = anchors  # which units fix the rotation (None: post-hoc alignment only)
     return model
@@ -241,12 +273,20 @@ def resolve_likelihood(responses: ResponseMatrix, likelihood: str, *, jax: bool 
     """The likelihood form ``likelihood`` stands for (see :func:`build_model`).
 
     ``"auto"`` becomes ``"fused"`` (``"dense"`` when ``jax``, which has no fused
-    kernel) if at least half the cells are observed, else ``"cells"``.
+    kernel) if at least half the cells are observed, else ``"cells"``. Data with
+    non-binary items always use ``"cells"``.
     """
     if likelihood not in LIKELIHOOD_FORMS:
         raise ValueError(f"likelihood must be one of {LIKELIHOOD_FORMS}, got {likelihood!r}")
     if jax and likelihood == "fused":
         raise ValueError("the fused likelihood has no JAX implementation; use 'dense' or 'auto' with JAX")
+    if not responses.is_binary:
+        if likelihood in ("fused", "dense"):
+            raise ValueError(
+                f"likelihood={likelihood!r} is written for all-binary data; data with graded, "
+                "continuous or count items use likelihood='cells' (or 'auto')"
+            )
+        return "cells"
     if likelihood != "auto":
         return likelihood
     if responses.n_observed / responses.values.size < DENSE_LIKELIHOOD_MIN_SHARE:

@@ -36,12 +36,37 @@ _SECTIONS: dict[str, dict[str, type | tuple[type, ...]]] = {
         "subgroup_sigma": (int, float),
         "noncentered": bool,
     },
+    "graded": {
+        "log_gap_mean_mu": (int, float),
+        "log_gap_mean_sigma": (int, float),
+        "log_gap_spread_sigma": (int, float),
+    },
+    "continuous": {
+        "zero_cutpoint_mu": (int, float),
+        "zero_cutpoint_sigma": (int, float),
+        "log_gap_mu": (int, float),
+        "log_gap_sigma": (int, float),
+        "log_precision_mu": (int, float),
+        "log_precision_sigma": (int, float),
+    },
     "confirmatory": {"dimensions": list, "pattern": dict},
     "identification": {"anchors": (str, list)},
 }
 # fields a spec may leave out, with the value that applies then (older specs, e.g. those
 # stored in the attrs of earlier fits, predate them); the shipped spec files set every field
-_OPTIONAL: dict[str, dict[str, Any]] = {"loading": {"zero_sum": False}, "identification": {"anchors": "none"}}
+_OPTIONAL: dict[str, dict[str, Any]] = {
+    "loading": {"zero_sum": False},
+    "identification": {"anchors": "none"},
+    "graded": {"log_gap_mean_mu": 0.5, "log_gap_mean_sigma": 1.0, "log_gap_spread_sigma": 0.5},
+    "continuous": {
+        "zero_cutpoint_mu": -2.0,
+        "zero_cutpoint_sigma": 1.5,
+        "log_gap_mu": 1.3,
+        "log_gap_sigma": 1.0,
+        "log_precision_mu": 2.0,
+        "log_precision_sigma": 1.0,
+    },
+}
 AbilityCorrelation = Literal["whitened", "none", "lkj"]
 
 
@@ -73,6 +98,36 @@ class InterceptPrior:
     spread_sigma: float
     subgroup_sigma: float
     noncentered: bool
+
+
+@dataclass(frozen=True)
+class GradedPrior:
+    """``[graded]``: log gaps between an item's ordered cutpoints, pooled per benchmark.
+
+    ``log_gap ~ N(benchmark mean, benchmark spread)``, benchmark mean
+    ``N(log_gap_mean_mu, log_gap_mean_sigma)``, spread ``HalfNormal(log_gap_spread_sigma)``.
+    """
+
+    log_gap_mean_mu: float
+    log_gap_mean_sigma: float
+    log_gap_spread_sigma: float
+
+
+@dataclass(frozen=True)
+class ContinuousPrior:
+    """``[continuous]``: ordered-beta cutpoints and precision, one set per continuous benchmark.
+
+    Zero cutpoint ``N(zero_cutpoint_mu, zero_cutpoint_sigma)``; the one cutpoint lies a gap
+    ``exp(N(log_gap_mu, log_gap_sigma))`` above it; precision ``exp(N(log_precision_mu,
+    log_precision_sigma))``.
+    """
+
+    zero_cutpoint_mu: float
+    zero_cutpoint_sigma: float
+    log_gap_mu: float
+    log_gap_sigma: float
+    log_precision_mu: float
+    log_precision_sigma: float
 
 
 @dataclass(frozen=True)
@@ -111,6 +166,16 @@ class ModelSpec:
     def intercept(self) -> InterceptPrior:
         """The ``[intercept]`` section."""
         return InterceptPrior(**self["intercept"])
+
+    @property
+    def graded(self) -> GradedPrior:
+        """The ``[graded]`` section (defaults apply when a spec leaves it out)."""
+        return GradedPrior(**self["graded"])
+
+    @property
+    def continuous(self) -> ContinuousPrior:
+        """The ``[continuous]`` section (defaults apply when a spec leaves it out)."""
+        return ContinuousPrior(**self["continuous"])
 
     @property
     def anchors(self) -> str | list[str]:
@@ -213,7 +278,7 @@ def validate_spec(spec: ModelSpec) -> None:
                 problems.append(f"unknown field {section}.{key} (known: {sorted(_SECTIONS[section])})")
             elif not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
                 problems.append(f"{section}.{key} = {value!r} has the wrong type")
-            elif isinstance(value, int | float) and not isinstance(value, bool) and key != "mean_mu":
+            elif isinstance(value, int | float) and not isinstance(value, bool) and not key.endswith("_mu"):
                 if value <= 0:
                     problems.append(f"{section}.{key} must be positive, got {value}")
     for section in ("ability", "loading", "intercept"):

@@ -6,15 +6,30 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 
-from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
-from benchmirt_bayes.model.response_models import BINARY, linear_predictor, mdisc, multidimensional_difficulty
+from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, RESPONSE_TYPES, ResponseMatrix
+from benchmirt_bayes.model.layout import ResponseLayout
+from benchmirt_bayes.model.response_models import (
+    CUTPOINT_DIM,
+    cutpoint_labels,
+    linear_predictor,
+    mdisc,
+    multidimensional_difficulty,
+)
 
 DIMENSIONS = ("safety", "reasoning")
+MIXED_RESPONSE_TYPES = {"StrongREJECT": "continuous", "IFEval": "graded", "MATH": "count"}
+"""``response_types="mixed"``: StrongREJECT's continuous scores as published (not rounded), IFEval
+graded by how many of its instructions are followed, MATH as k correct of n samples."""
+GRADED_CATEGORIES = 4
+COUNT_TRIALS = 5
+CONTINUOUS_TRUTH = {"cutpoints": (-1.5, 1.5), "precision": 8.0}
 
 
 @dataclass(frozen=True)
@@ -104,6 +119,7 @@ def simulate_benchmirt(
     missing_share: float = 0.03,
     ability_correlation: float = 0.3,
     min_items_per_subgroup: int = 4,
+    response_types: Mapping[str, str] | str | None = None,
 ) -> SimulatedBenchmark:
     """Simulate the BenchMIRT-scale data set with the published findings planted.
 
@@ -123,6 +139,13 @@ def simulate_benchmirt(
         Correlation of safety and reasoning abilities across LLMs.
     min_items_per_subgroup
         Floor for small scales.
+    response_types
+        Benchmark → response type (``binary``, ``graded``, ``continuous`` or ``count``)
+        for benchmarks that are not binary, or ``"mixed"`` for
+        :data:`MIXED_RESPONSE_TYPES`. Graded items have 4 categories, count items 5
+        tries; the truth then holds their parameters under the posterior's names
+        (``cutpoint``, ``continuous_cutpoints``, ``continuous_precision``). ``None``
+        (default): every item binary, the same data as always for a seed.
 
     Returns
     -------
@@ -169,20 +192,35 @@ def simulate_benchmirt(
     loading = np.concatenate(loadings)
     intercept = np.concatenate(intercepts)
 
-    responses = BINARY.draw(linear_predictor(ability, loading, intercept), rng).astype(float)
+    benchmarks_arr = np.array(benchmarks)
+    types = _item_types(benchmarks_arr, response_types)
+    layout = ResponseLayout(
+        types,
+        np.where(types == "graded", GRADED_CATEGORIES, np.where(types == "binary", 2, 0)),
+        np.where(types == "count", COUNT_TRIALS, 1),
+        benchmarks_arr,
+    )
+    type_truth = _type_parameters(layout, rng)
+    eta = linear_predictor(ability, loading, intercept)
+    responses = layout.draw(eta, layout.parameters(type_truth), rng)
     responses[rng.random(responses.shape) < missing_share] = np.nan
     # every LLM and item keeps at least one observation
-    responses[0, np.isnan(responses).all(axis=0)] = 1.0
+    empty = np.isnan(responses).all(axis=0)
+    responses[0, empty] = layout.score_scale[empty]
 
     llms = np.array([f"llm_{j:03d}" for j in range(n_llms)])
     item_ids = np.array(items)
     coords = {
         LLM_DIM: llms,
         ITEM_DIM: item_ids,
-        "benchmark": (ITEM_DIM, np.array(benchmarks)),
+        "benchmark": (ITEM_DIM, benchmarks_arr),
         "subgroup": (ITEM_DIM, np.array(subgroups)),
         "category": (ITEM_DIM, np.array(kinds)),
     }
+    if not layout.is_binary:
+        coords["response_type"] = (ITEM_DIM, types)
+        coords["n_categories"] = (ITEM_DIM, layout.n_categories)
+        coords["n_trials"] = (ITEM_DIM, layout.n_trials)
     matrix = ResponseMatrix(xr.DataArray(responses, dims=(LLM_DIM, ITEM_DIM), coords=coords, name="correct"))
     discrimination = mdisc(loading)
     truth = xr.Dataset(
@@ -196,4 +234,71 @@ def simulate_benchmirt(
         coords={**coords, "dimension": list(DIMENSIONS)},
         attrs={"seed": seed, "scale": scale, "n_llms": n_llms, "missing_share": missing_share},
     )
+    if not layout.is_binary:
+        truth = truth.merge(_type_truth_dataset(layout, item_ids, type_truth))
+        typed = types != "binary"
+        declared = dict(zip(benchmarks_arr[typed], types[typed], strict=True))
+        truth.attrs["response_types"] = json.dumps(declared)
     return SimulatedBenchmark(matrix, truth)
+
+
+def _item_types(benchmarks: np.ndarray, response_types: Mapping[str, str] | str | None) -> np.ndarray:
+    if response_types is None:
+        return np.full(benchmarks.size, "binary", dtype=object)
+    if response_types == "mixed":
+        response_types = MIXED_RESPONSE_TYPES
+    if isinstance(response_types, str):
+        raise ValueError(
+            f"response_types must be a mapping benchmark → type or 'mixed', got {response_types!r}"
+        )
+    unknown = sorted(set(response_types) - set(benchmarks))
+    if unknown:
+        raise ValueError(
+            f"response_types names unknown benchmark(s) {unknown}; known: {sorted(set(benchmarks))}"
+        )
+    bad = {b: t for b, t in response_types.items() if t not in RESPONSE_TYPES}
+    if bad:
+        raise ValueError(f"unknown response type(s) {bad}; known: {list(RESPONSE_TYPES)}")
+    types = np.full(benchmarks.size, "binary", dtype=object)
+    for bench, kind in response_types.items():
+        types[benchmarks == bench] = kind
+    return types
+
+
+def _type_parameters(layout: ResponseLayout, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """True item parameters of the non-binary types, under the posterior's variable names."""
+    truth: dict[str, np.ndarray] = {}
+    columns = layout.columns
+    if "graded" in columns:
+        cuts = []
+        for k in layout.n_categories[columns["graded"]]:
+            raw = np.concatenate([[0.0], np.cumsum(np.exp(rng.normal(0.5, 0.3, size=k - 2)))])
+            cuts.append(raw - raw.mean())
+        truth["cutpoint"] = np.concatenate(cuts)
+    if "continuous" in columns:
+        n_bench = len(np.unique(layout.benchmarks[columns["continuous"]]))
+        truth["continuous_cutpoints"] = np.tile(CONTINUOUS_TRUTH["cutpoints"], (n_bench, 1))
+        truth["continuous_precision"] = np.full(n_bench, CONTINUOUS_TRUTH["precision"])
+    return truth
+
+
+def _type_truth_dataset(
+    layout: ResponseLayout, items: np.ndarray, truth: dict[str, np.ndarray]
+) -> xr.Dataset:
+    columns = layout.columns
+    data: dict[str, tuple] = {}
+    coords: dict[str, object] = {}
+    if "graded" in columns:
+        cols = columns["graded"]
+        coords[CUTPOINT_DIM] = cutpoint_labels(items[cols], layout.n_categories[cols])
+        data["cutpoint"] = ((CUTPOINT_DIM,), truth["cutpoint"])
+    if "continuous" in columns:
+        names = list(dict.fromkeys(layout.benchmarks[columns["continuous"]]))
+        coords["continuous_benchmark"] = names
+        coords["continuous_bound"] = ["zero", "one"]
+        data["continuous_cutpoints"] = (
+            ("continuous_benchmark", "continuous_bound"),
+            truth["continuous_cutpoints"],
+        )
+        data["continuous_precision"] = (("continuous_benchmark",), truth["continuous_precision"])
+    return xr.Dataset(data, coords=coords)

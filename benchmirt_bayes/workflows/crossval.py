@@ -165,6 +165,11 @@ def cross_validate(
         The tidy table, calibration data and settings.
 
     """
+    if not responses.is_binary:
+        raise ValueError(
+            "cross_validate scores binary responses only so far; for data with graded, continuous "
+            "or count items compare models with psis_loo (NUTS fits) instead"
+        )
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
     if folds < 2:
