@@ -375,3 +375,34 @@ def test_every_analysis_runs_on_a_mixed_fit(mixed_fit, mixed_sim, tmp_path):
     assert len(steps) == 3, llm
     write_report(mixed_fit, tmp_path / "report")
     assert (tmp_path / "report" / "index.html").exists()
+
+
+# ---------------------------------------------------- scoring rules per type
+def test_ranked_probability_score_and_crps_against_direct_formulas():
+    from benchmirt_bayes.analyses.metrics import crps_from_samples, ranked_probability_score
+
+    probs = np.array([[0.1, 0.2, 0.3, 0.4], [0.5, 0.5, 0.0, 0.0]])
+    rps = ranked_probability_score(probs, np.array([2, 0]))
+    assert rps[0] == pytest.approx(((0.1 - 0) ** 2 + (0.3 - 0) ** 2 + (0.6 - 1) ** 2) / 3)
+    assert rps[1] == pytest.approx((0.5 - 1) ** 2 / 1)
+    assert ranked_probability_score(np.array([[0.0, 1.0, 0.0]]), np.array([1]))[0] == 0.0
+    rng = np.random.default_rng(0)
+    samples = rng.normal(size=(4000, 1))
+    # CRPS of N(0, 1) at y = 0 is 2φ(0) − 1/√π
+    expected = 2 * stats.norm.pdf(0) - 1 / np.sqrt(np.pi)
+    assert crps_from_samples(samples, np.zeros(1))[0] == pytest.approx(expected, abs=0.01)
+
+
+def test_cross_validation_scores_every_type(mixed_sim):
+    from benchmirt_bayes import cross_validate
+
+    cv = cross_validate(mixed_sim.responses, n_dims=(1,), folds=2, method="map", seed=3, progressbar=False)
+    summary = cv.summary()["mean"].unstack("metric")
+    for metric in ("log_score", "graded_rps", "count_rps", "continuous_crps", "continuous_coverage_90"):
+        assert np.isfinite(summary.loc["mirt_1d", metric]), metric
+    assert 0 <= summary.loc["mirt_1d", "continuous_coverage_90"] <= 1
+    # baselines are scored on every type by the squared error of their mean
+    assert np.isfinite(summary.loc["llm_x_benchmark_mean", "graded_mse"])
+    assert np.isfinite(summary.loc["mirt_1d", "log_loss"])  # binary cells keep their metrics
+    with pytest.raises(ValueError, match="scheme='cells'"):
+        cross_validate(mixed_sim.responses, n_dims=(1,), folds=2, scheme="llms", method="map")

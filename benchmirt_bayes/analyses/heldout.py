@@ -107,12 +107,12 @@ def fold_split(
 
 # ------------------------------------------------------------- predictions
 def baseline_predictions(responses: ResponseMatrix, known: np.ndarray, by: str | None) -> np.ndarray:
-    """``(llm, item)`` smoothed means over the known cells.
+    """``(llm, item)`` smoothed means over the known cells (scores on ``[0, 1]``).
 
     ``by="global"``: one mean; ``"llm"``: per LLM; any item coordinate: per
     LLM × item group (falling back to the LLM mean where the group has no known cell).
     """
-    values = np.where(known, responses.values, 0.0)
+    values = np.where(known, responses.scaled_values, 0.0)
     if by == "global":
         mean = values.sum() / known.sum()
         return np.full(known.shape, mean)
@@ -128,6 +128,94 @@ def baseline_predictions(responses: ResponseMatrix, known: np.ndarray, by: str |
         mean = np.where(count > 0, mean, llm_mean)
         out[:, cols] = mean[:, None]
     return out
+
+
+def typed_predictive_scores(
+    fit: xr.DataTree, responses: ResponseMatrix, test: np.ndarray, seed: int = 0
+) -> pd.DataFrame:
+    """Proper scores of the posterior predictive distribution of every test cell, any type.
+
+    One row per test cell (in ``np.flatnonzero(test)`` order) with ``response_type``,
+    ``benchmark``, ``log_score`` (log of the posterior-mean likelihood: the log predictive
+    density, a point mass for binary, graded and count cells and for continuous 0s and
+    1s), ``expected`` (predictive mean on ``[0, 1]``), ``outcome`` (on ``[0, 1]``), and
+    by type ``rps`` (graded, count), ``crps`` and ``covered_90`` (continuous: the outcome
+    inside the central 90% predictive interval).
+    """
+    from scipy.special import logsumexp
+
+    from benchmirt_bayes.analyses.metrics import crps_from_samples, ranked_probability_score
+
+    draws = thinned_draws(fit, _PREDICTION_DRAWS, seed=seed)
+    layout = response_layout(fit)
+    params = type_parameters(layout, draws)
+    rows, cols = np.nonzero(test)
+    ability = draws["ability"].transpose("sample_index", "llm", "dimension").values
+    loading = draws["loading"].transpose("sample_index", "item", "dimension").values
+    intercept = draws["intercept"].transpose("sample_index", "item").values
+    n_samples = ability.shape[0]
+    types = layout.types[cols]
+    ordinal = np.isin(types, ("graded", "count"))
+    width = int(layout.score_scale[cols][ordinal].max()) + 1 if ordinal.any() else 1
+    log_lik = np.empty((n_samples, rows.size))
+    expected = np.zeros(rows.size)
+    probabilities = np.zeros((int(ordinal.sum()), width))
+    predictive = np.empty((n_samples, rows.size))
+    rng = np.random.default_rng([seed, 11])
+    for s in range(n_samples):
+        eta = linear_predictor(ability[s], loading[s], intercept[s])
+        at = layout.at_sample(params, s)
+        log_lik[s] = layout.log_likelihood(responses.values, eta, at)[rows, cols]
+        expected += layout.expected_score(eta, at)[rows, cols] / n_samples
+        predictive[s] = layout.draw(eta, at, rng)[rows, cols]
+        if ordinal.any():
+            scale = layout.score_scale
+            for k in range(width):
+                level = np.broadcast_to(np.minimum(float(k), scale), responses.values.shape)
+                lik = np.exp(layout.log_likelihood(level, eta, at)[rows, cols][ordinal])
+                probabilities[:, k] += np.where(k <= scale[cols][ordinal], lik, 0.0) / n_samples
+    outcome = responses.values[rows, cols]
+    frame = pd.DataFrame(
+        {
+            "response_type": types,
+            "benchmark": responses.benchmarks[cols],
+            "log_score": logsumexp(log_lik, axis=0) - np.log(n_samples),
+            "expected": expected,
+            "outcome": outcome / layout.score_scale[cols],
+            "rps": np.nan,
+            "crps": np.nan,
+            "covered_90": np.nan,
+        }
+    )
+    if ordinal.any():
+        frame.loc[ordinal, "rps"] = ranked_probability_score(probabilities, outcome[ordinal])
+    continuous = types == "continuous"
+    if continuous.any():
+        samples = predictive[:, continuous]
+        frame.loc[continuous, "crps"] = crps_from_samples(samples, outcome[continuous])
+        low, high = np.quantile(samples, [0.05, 0.95], axis=0)
+        inside = (outcome[continuous] >= low) & (outcome[continuous] <= high)
+        frame.loc[continuous, "covered_90"] = inside.astype(float)
+    return frame
+
+
+def typed_metric_rows(scores: pd.DataFrame) -> list[tuple[str, str, float]]:
+    """``(metric, benchmark, value)`` rows from :func:`typed_predictive_scores`.
+
+    ``log_score`` over every test cell, and per non-binary type ``<type>_log_score`` with
+    ``<type>_rps`` (graded, count) or ``<type>_crps`` and ``<type>_coverage_90`` (continuous).
+    """
+    rows = [("log_score", "all", float(scores["log_score"].mean()))]
+    for kind, part in scores.groupby("response_type", sort=False):
+        if kind == "binary":
+            continue
+        rows.append((f"{kind}_log_score", "all", float(part["log_score"].mean())))
+        if kind in ("graded", "count"):
+            rows.append((f"{kind}_rps", "all", float(part["rps"].mean())))
+        if kind == "continuous":
+            rows.append((f"{kind}_crps", "all", float(part["crps"].mean())))
+            rows.append((f"{kind}_coverage_90", "all", float(part["covered_90"].mean())))
+    return rows
 
 
 def mirt_predictions(
@@ -290,9 +378,14 @@ class CrossValidation:
         return out
 
     def wide(self) -> pd.DataFrame:
-        """Mean of each metric (columns) per model (rows), best first by log loss."""
+        """Mean of each metric (columns) per model (rows), best first by log loss (binary cells).
+
+        Without binary cells, MIRT models first by log score (the baselines have none).
+        """
         table = self.summary()["mean"].unstack("metric")
-        return table.sort_values("log_loss")
+        if "log_loss" in table:
+            return table.sort_values("log_loss")
+        return table.sort_values("log_score", ascending=False)
 
 
 def mirt_name(n_dims: int) -> str:
@@ -304,7 +397,7 @@ def spearman_by_benchmark(responses: ResponseMatrix, test: np.ndarray, prob: np.
     """Per benchmark, Spearman across LLMs of mean predicted and mean actual score on the test cells."""
     predicted = np.full(test.shape, np.nan)
     predicted[test] = prob
-    actual = np.where(test, responses.values, np.nan)
+    actual = np.where(test, responses.scaled_values, np.nan)
     out = {}
     for bench in responses.benchmark_names:
         cols = responses.benchmarks == bench

@@ -1,4 +1,4 @@
-"""Scoring rules for predicted probabilities of correct answers."""
+"""Scoring rules for predicted probabilities of correct answers and for graded and continuous scores."""
 
 from __future__ import annotations
 
@@ -7,7 +7,19 @@ import pandas as pd
 
 EPSILON = 1e-6
 METRICS = ("accuracy", "log_loss", "brier", "auc", "mae")
-LOWER_IS_BETTER = {"log_loss": True, "brier": True, "mae": True, "accuracy": False, "auc": False}
+LOWER_IS_BETTER = {
+    "log_loss": True,
+    "brier": True,
+    "mae": True,
+    "accuracy": False,
+    "auc": False,
+    "log_score": False,
+    **{f"{kind}_log_score": False for kind in ("graded", "continuous", "count")},
+    **{f"{kind}_mse": True for kind in ("graded", "continuous", "count")},
+    "graded_rps": True,
+    "count_rps": True,
+    "continuous_crps": True,
+}
 
 
 def prediction_metrics(outcome: np.ndarray, probability: np.ndarray) -> dict[str, float]:
@@ -71,3 +83,34 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     if len(ra) < 3 or np.std(ra) == 0 or np.std(rb) == 0:
         return float("nan")
     return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def ranked_probability_score(probabilities: np.ndarray, outcome: np.ndarray) -> np.ndarray:
+    """Ranked probability score per cell, on ``[0, 1]`` (lower is better).
+
+    ``probabilities (cell, K)`` over ordered categories ``0 … K−1`` (padding categories
+    with probability 0 beyond an item's own); ``outcome (cell,)`` the observed category.
+    ``Σ_k (F(k) − 1{y ≤ k})² / (K_cell − 1)`` over ``k = 0 … K−2`` with ``K_cell`` the
+    number of categories with positive probability or below the outcome.
+    """
+    probabilities = np.asarray(probabilities, dtype=float)
+    y = np.asarray(outcome, dtype=float)
+    cdf = np.cumsum(probabilities, axis=-1)[..., :-1]
+    k = np.arange(cdf.shape[-1])
+    step = (y[:, None] <= k[None, :]).astype(float)
+    supported = np.maximum((probabilities > 0).sum(axis=-1), y.astype(int) + 1)
+    within = k[None, :] < (supported - 1)[:, None]
+    return np.sum(((cdf - step) ** 2) * within, axis=-1) / np.maximum(supported - 1, 1)
+
+
+def crps_from_samples(samples: np.ndarray, outcome: np.ndarray) -> np.ndarray:
+    """Continuous ranked probability score per cell from predictive samples ``(sample, cell)``.
+
+    ``E|X − y| − ½ E|X − X'|``, the second term from the sorted samples (lower is better).
+    """
+    x = np.sort(np.asarray(samples, dtype=float), axis=0)
+    n = x.shape[0]
+    first = np.mean(np.abs(x - np.asarray(outcome, dtype=float)[None, :]), axis=0)
+    weights = (2 * np.arange(1, n + 1) - n - 1)[:, None]
+    spread = np.sum(weights * x, axis=0) / (n * n)
+    return first - spread

@@ -28,6 +28,8 @@ from benchmirt_bayes.analyses.heldout import (
     pool_calibration,
     psis_loo,
     spearman_by_benchmark,
+    typed_metric_rows,
+    typed_predictive_scores,
 )
 from benchmirt_bayes.analyses.metrics import LOWER_IS_BETTER, calibration_table, prediction_metrics
 from benchmirt_bayes.batch import ExecutorArg, fields_fingerprint, run_batch
@@ -165,10 +167,11 @@ def cross_validate(
         The tidy table, calibration data and settings.
 
     """
-    if not responses.is_binary:
+    typed = not responses.is_binary
+    if typed and scheme != "cells":
         raise ValueError(
-            "cross_validate scores binary responses only so far; for data with graded, continuous "
-            "or count items compare models with psis_loo (NUTS fits) instead"
+            f"scheme={scheme!r} predicts binary items only; data with graded, continuous or count "
+            "items are cross-validated over cells (scheme='cells')"
         )
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
@@ -206,9 +209,11 @@ def cross_validate(
     if category is not None:
         baselines[f"llm_x_{category}_mean"] = category
     rows, calibration = [], []
+    types = responses.response_types
     for fold in range(folds):
         split = fold_split(responses, scheme, fold, folds, seed, reveal_share)
         outcome = responses.values[split.test]
+        binary = types[np.nonzero(split.test)[1]] == "binary"
         predictions = {
             name: baseline_predictions(responses, split.known, by)[split.test]
             for name, by in baselines.items()
@@ -216,18 +221,27 @@ def cross_validate(
         for d in dims:
             task = CVFitTask(scheme, fold, folds, seed, reveal_share, d, fit_json)
             predictions[mirt_name(d)] = mirt_predictions(fits[task.key], responses, split, scheme, seed=fold)
+            if typed:
+                scores = typed_predictive_scores(fits[task.key], responses, split.test, seed=fold)
+                rows.extend((scheme, mirt_name(d), fold, *row) for row in typed_metric_rows(scores))
         for model, prob in predictions.items():
-            for metric, value in prediction_metrics(outcome, prob).items():
-                rows.append((scheme, model, fold, metric, "all", value))
+            if binary.any():
+                for metric, value in prediction_metrics(outcome[binary], prob[binary]).items():
+                    rows.append((scheme, model, fold, metric, "all", value))
+                cal = calibration_table(outcome[binary], prob[binary])
+                cal.insert(0, "model", model)
+                cal.insert(1, "fold", fold)
+                calibration.append(cal)
             for bench, value in spearman_by_benchmark(responses, split.test, prob).items():
                 rows.append((scheme, model, fold, "spearman", bench, value))
-            cal = calibration_table(outcome, prob)
-            cal.insert(0, "model", model)
-            cal.insert(1, "fold", fold)
-            calibration.append(cal)
+            if typed:
+                scaled = responses.scaled_values[split.test]
+                for kind in pd.unique(types[~np.isin(types, ["binary"])]):
+                    cells = types[np.nonzero(split.test)[1]] == kind
+                    mse = float(np.mean((prob[cells] - scaled[cells]) ** 2))
+                    rows.append((scheme, model, fold, f"{kind}_mse", "all", mse))
     table = pd.DataFrame(rows, columns=["scheme", "model", "fold", "metric", "benchmark", "value"])
-    cal = pd.concat(calibration, ignore_index=True)
-    pooled = pool_calibration(cal)
+    pooled = pool_calibration(pd.concat(calibration, ignore_index=True)) if calibration else pd.DataFrame()
     settings = {
         "scheme": scheme,
         "folds": folds,
