@@ -110,8 +110,13 @@ def fit_settings_dict(tree: xr.DataTree) -> dict:
 
 
 def observed_dataset(responses: ResponseMatrix) -> xr.Dataset:
-    """The response matrix (float32, NaN = not evaluated) with its item metadata coords."""
-    data = responses.data.astype(np.float32).rename("correct")
+    """The response matrix (NaN = not evaluated) with its item metadata coords.
+
+    Binary and integer-coded data are stored as float32 (exact); continuous scores keep
+    float64 so that a reloaded fit sees the very values (and data hash) it was fitted on.
+    """
+    dtype = np.float64 if "continuous" in responses.response_types else np.float32
+    data = responses.data.astype(dtype).rename("correct")
     for name in responses.item_coords:
         data[name] = data[name].astype(str)
     data[LLM_DIM] = data[LLM_DIM].astype(str)
@@ -126,8 +131,21 @@ def responses_from_tree(tree: xr.DataTree) -> ResponseMatrix:
 
 
 def response_layout(tree: xr.DataTree) -> ResponseLayout:
-    """The response type of every item of the data a fit was made on."""
-    return ResponseLayout.from_responses(responses_from_tree(tree))
+    """The response type of every item of the data a fit was made on.
+
+    A posterior without ``observed_data`` (a bare trace, e.g. from a hand-written PyMC model)
+    is read as binary when it has none of the graded or continuous item parameters.
+    """
+    if "observed_data" in tree.children:
+        return ResponseLayout.from_responses(responses_from_tree(tree))
+    posterior = tree["posterior"]
+    typed = [name for name in TYPE_PARAMETER_VARIABLES if name in posterior.data_vars]
+    if typed:
+        raise ValueError(
+            f"the posterior has {typed} but no observed_data group to say which items are "
+            "graded or continuous; keep observed_data with the fit"
+        )
+    return ResponseLayout.binary(posterior.sizes[ITEM_DIM])
 
 
 def type_parameters(

@@ -377,6 +377,28 @@ def test_every_analysis_runs_on_a_mixed_fit(mixed_fit, mixed_sim, tmp_path):
     assert (tmp_path / "report" / "index.html").exists()
 
 
+def test_mixed_fit_round_trips_with_its_continuous_scores(mixed_fit, mixed_sim, tmp_path):
+    from benchmirt_bayes import load_posterior, save_posterior
+    from benchmirt_bayes.posterior import response_layout, responses_from_tree
+
+    path = save_posterior(mixed_fit, tmp_path / "mixed.nc")
+    back = load_posterior(path, mixed_sim.responses)  # raises when the stored data hash differs
+    stored = responses_from_tree(back)
+    np.testing.assert_array_equal(stored.values, mixed_sim.responses.values)
+    assert list(response_layout(back).types) == list(response_layout(mixed_fit).types)
+
+
+def test_a_bare_trace_is_binary_only_without_typed_parameters(mixed_fit):
+    from benchmirt_bayes.posterior import response_layout
+
+    bare = xr.DataTree.from_dict({"posterior": mixed_fit["posterior"].to_dataset()})
+    with pytest.raises(ValueError, match="no observed_data"):
+        response_layout(bare)
+    binary_only = bare["posterior"].to_dataset()[["ability", "loading", "intercept"]]
+    layout = response_layout(xr.DataTree.from_dict({"posterior": binary_only}))
+    assert layout.is_binary and layout.types.size == binary_only.sizes["item"]
+
+
 # ---------------------------------------------------- scoring rules per type
 def test_ranked_probability_score_and_crps_against_direct_formulas():
     from benchmirt_bayes.analyses.metrics import crps_from_samples, ranked_probability_score
