@@ -272,7 +272,7 @@ def _held_out_item_predictions(
         raise ValueError(
             "held-out items (scheme='items') are predicted for binary items only: a new graded or "
             "continuous item's cutpoints have no estimate from the held-out regression; use "
-            "scheme='cells' or 'llms'"
+            "scheme='cells'"
         )
     draws = thinned_draws(fit, _PREDICTION_DRAWS, seed=seed, variables=("ability", *_HYPERPARAMETERS))
     ability = draws["ability"].transpose("sample_index", "llm", "dimension").sel(llm=responses.llms).values

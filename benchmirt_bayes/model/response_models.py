@@ -245,31 +245,28 @@ def _cell_eta(
     return cell_linear_predictor(ability[rows], loading[cols], intercept[cols])
 
 
-def _log_sigmoid(x: Any, xp: Any) -> Any:
-    return -xp.logaddexp(0.0, -x)
-
-
-def _log1mexp(d: Any, xp: Any) -> Any:
-    """``log(1 − e^d)`` for ``d ≤ 0``, accurate at both ends.
-
-    Each branch gets a harmless input where it is not used, so that neither its value
-    nor its gradient is infinite there (a switch passes a zero gradient to the unused
-    branch, and zero times infinity is NaN).
-    """
-    near = d > -0.6931471805599453
-    d_near = xp.where(near, d, -1.0)
-    d_far = xp.where(near, -1.0, d)
-    return xp.where(near, xp.log(-xp.expm1(d_near)), xp.log1p(-xp.exp(d_far)))
-
-
 def interval_log_probability(lower: Any, upper: Any, eta: Any, xp: Any = np) -> Any:
-    """``log(σ(η − lower) − σ(η − upper))``, stable in both tails.
+    """``log(σ(η − lower) − σ(η − upper))``: a logistic latent ``η + ε`` between two cutpoints.
 
-    The probability that a logistic latent response ``η + ε`` falls between two cutpoints
-    (``lower = −∞`` or ``upper = +∞`` allowed).
+    ``lower = −∞`` or ``upper = +∞`` are allowed. With ``a = η − lower > b = η − upper``,
+    ``σ(a) − σ(b) = σ(−b) − σ(−a)``; the form whose two terms are further from 1 is used
+    (``a + b > 0`` flips), so the difference never cancels two numbers close to 1 and stays
+    accurate to relative rounding error unless both ``|a|`` and ``|b|`` exceed about 700
+    (where ``σ`` underflows). Two sigmoids and one log per cell: this is the graded and
+    ordered-beta likelihood's inner loop.
     """
-    high, low = _log_sigmoid(eta - lower, xp), _log_sigmoid(eta - upper, xp)
-    return high + _log1mexp(low - high, xp)
+    high, low = eta - lower, eta - upper
+    flip = (high + low) > 0
+    high, low = xp.where(flip, -low, high), xp.where(flip, -high, low)
+    return xp.log(_sigmoid(high, xp) - _sigmoid(low, xp))
+
+
+def _sigmoid(x: Any, xp: Any) -> Any:
+    if xp is np:
+        return expit(x)
+    if xp is _PYTENSOR:
+        return pt.sigmoid(x)
+    return 1.0 / (1.0 + xp.exp(-x))
 
 
 def _interval_score(lower: Any, upper: Any, eta: np.ndarray) -> np.ndarray:
@@ -314,15 +311,33 @@ def _bounded_cutpoints(cutpoints: Any, xp: Any = np) -> Any:
 def _category_bounds(y: Any, cutpoints: Any, xp: Any = np) -> tuple[Any, Any]:
     """The cutpoints below and above category ``y`` (``y`` broadcast against ``cutpoints[..., 0]``)."""
     bounded = _bounded_cutpoints(cutpoints, xp)
-    if xp is _PYTENSOR:  # PyTensor terms pass one row of cutpoints per observed cell
-        index, category = pt.arange(bounded.shape[0]), y.astype("int64")
-        return bounded[index, category], bounded[index, category + 1]
     shape = np.broadcast_shapes(np.shape(y), bounded.shape[:-1])
     bounded = xp.broadcast_to(bounded, (*shape, bounded.shape[-1]))
     category = xp.broadcast_to(xp.asarray(y), shape).astype("int32")[..., None]
     lower = xp.take_along_axis(bounded, category, axis=-1)[..., 0]
     upper = xp.take_along_axis(bounded, category + 1, axis=-1)[..., 0]
     return lower, upper
+
+
+def _cell_bounds(
+    cutpoints: pt.TensorVariable, row_of_cell: np.ndarray, category_of_cell: np.ndarray
+) -> tuple[pt.TensorVariable, pt.TensorVariable]:
+    """The cutpoints below and above each observed cell's category, for PyTensor terms.
+
+    ``cutpoints`` has one row per item (or benchmark) and ``width`` columns known here; one
+    flat gather per bound keeps the gradient a cheap scatter-add over the cells.
+    """
+    width = cutpoints.type.shape[-1]
+    bounded = _bounded_cutpoints(cutpoints, _PYTENSOR).ravel()
+    index = np.asarray(row_of_cell, dtype=np.int64) * (width + 2) + np.asarray(
+        category_of_cell, dtype=np.int64
+    )
+    return bounded[index], bounded[index + 1]
+
+
+def _continuous_part(y: Any) -> Any:
+    """0 for exact zeros, 1 inside ``(0, 1)``, 2 for exact ones."""
+    return (y > 0).astype("int32") + (y >= 1).astype("int32")
 
 
 def _category_probabilities(eta: np.ndarray, cutpoints: np.ndarray) -> np.ndarray:
@@ -440,22 +455,26 @@ class GradedLogistic(ResponseModel):
         centred = raw - (raw * valid).sum(axis=1, keepdims=True) / (categories - 1)[:, None]
         pm.Deterministic("cutpoint", centred[valid], dims=CUTPOINT_DIM)
         cutpoints = pt.switch(valid, centred, np.inf)
+        cutpoints = pt.specify_shape(cutpoints, (n_items, width))
         rows, cols, values = _observed_cells(responses)
         model.add_coord(f"{name}_cell", np.arange(rows.size))
         eta = _cell_eta(ability, loading, intercept, rows, cols)
+        lower, upper = _cell_bounds(cutpoints, cols, values)
 
         def logp(
-            value: pt.TensorVariable, eta: pt.TensorVariable, cuts: pt.TensorVariable
+            value: pt.TensorVariable, eta: pt.TensorVariable, *bounds: pt.TensorVariable
         ) -> pt.TensorVariable:
-            return self.log_likelihood(value, eta, xp=_PYTENSOR, cutpoints=cuts)
+            return interval_log_probability(bounds[0], bounds[1], eta, _PYTENSOR)
 
         return pm.CustomDist(
             name,
             eta,
-            cutpoints[cols],
+            lower,
+            upper,
+            cutpoints[cols],  # for draws only; the log density uses the two bounds
             logp=logp,
-            random=lambda eta, cuts, rng, size: self.draw(eta, rng, size, cutpoints=cuts),
-            signature="(),(c)->()",
+            random=lambda eta, lo, up, cuts, rng, size: self.draw(eta, rng, size, cutpoints=cuts),
+            signature="(),(),(),(c)->()",
             observed=values.astype(np.int16),
             dims=f"{name}_cell",
             dtype="int16",
@@ -489,10 +508,13 @@ class OrderedBeta(ResponseModel):
 
     def log_likelihood(self, y: Any, eta: Any, xp: Any = np, **params: Any) -> Any:
         """Log probability of the 0 / interior / 1 part, plus the beta log density inside."""
-        cutpoints, precision = params["cutpoints"], params["precision"]
-        part = (y > 0).astype("int32") + (y >= 1).astype("int32")
-        lower, upper = _category_bounds(part, cutpoints, xp)
-        inside = xp.equal(part, 1)
+        lower, upper = _category_bounds(_continuous_part(y), params["cutpoints"], xp)
+        return self._log_likelihood_within(y, eta, lower, upper, params["precision"], xp)
+
+    @staticmethod
+    def _log_likelihood_within(y: Any, eta: Any, lower: Any, upper: Any, precision: Any, xp: Any) -> Any:
+        """:meth:`log_likelihood` given the cutpoints around each score's part."""
+        inside = xp.equal(_continuous_part(y), 1)
         safe = xp.where(inside, y, 0.5)
         mean = 1.0 / (1.0 + xp.exp(-eta))
         density = _beta_log_density(safe, mean, precision, xp)
@@ -504,7 +526,7 @@ class OrderedBeta(ResponseModel):
 
         cutpoints, precision = params["cutpoints"], params["precision"]
         y = np.asarray(y, dtype=float)
-        part = (y > 0).astype("int32") + (y >= 1).astype("int32")
+        part = _continuous_part(y)
         lower, upper = _category_bounds(part, cutpoints)
         mean = expit(eta)
         inside = part == 1
@@ -594,20 +616,32 @@ class OrderedBeta(ResponseModel):
         model.add_coord(f"{name}_cell", np.arange(rows.size))
         eta = _cell_eta(ability, loading, intercept, rows, cols)
         cell_bench = codes[cols]
+        lower, upper = _cell_bounds(
+            pt.specify_shape(cutpoints, (len(names), 2)), cell_bench, _continuous_part(values)
+        )
 
         def logp(
-            value: pt.TensorVariable, eta: pt.TensorVariable, cuts: pt.TensorVariable, phi: pt.TensorVariable
+            value: pt.TensorVariable,
+            eta: pt.TensorVariable,
+            lo: pt.TensorVariable,
+            up: pt.TensorVariable,
+            phi: pt.TensorVariable,
+            cuts: pt.TensorVariable,
         ) -> pt.TensorVariable:
-            return self.log_likelihood(value, eta, xp=_PYTENSOR, cutpoints=cuts, precision=phi)
+            return self._log_likelihood_within(value, eta, lo, up, phi, _PYTENSOR)
 
         return pm.CustomDist(
             name,
             eta,
-            cutpoints[cell_bench],
+            lower,
+            upper,
             precision[cell_bench],
+            cutpoints[cell_bench],  # for draws only; the log density uses the two bounds
             logp=logp,
-            random=lambda eta, cuts, phi, rng, size: self.draw(eta, rng, size, cutpoints=cuts, precision=phi),
-            signature="(),(b),()->()",
+            random=lambda eta, lo, up, phi, cuts, rng, size: self.draw(
+                eta, rng, size, cutpoints=cuts, precision=phi
+            ),
+            signature="(),(),(),(),(b)->()",
             observed=values.astype(float),
             dims=f"{name}_cell",
         )
@@ -689,7 +723,6 @@ class _PyTensorNamespace:
 
     exp = staticmethod(pt.exp)
     log = staticmethod(pt.log)
-    expm1 = staticmethod(pt.expm1)
     log1p = staticmethod(pt.log1p)
     where = staticmethod(pt.switch)
     equal = staticmethod(pt.eq)

@@ -1,13 +1,11 @@
 """Matplotlib figures; every function returns its Figure.
 
-Figures never draw one line per item: at 34k items they sample or aggregate.
+Figures never draw one line per item: at 34k items they sample or aggregate. Importing this
+module never touches matplotlib's backend: in Jupyter the figures show inline, in scripts
+they go wherever the user's backend sends them (``MPLBACKEND=Agg`` for none).
 """
 
 from __future__ import annotations
-
-import matplotlib
-
-matplotlib.use("Agg", force=False)
 
 import matplotlib.pyplot as plt
 import numpy as np
