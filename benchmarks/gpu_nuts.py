@@ -54,7 +54,6 @@ def main() -> None:
         2,
         method="nuts",
         random_seed=args.seed,
-        likelihood="auto",
         nuts={
             "sampler": "numpyro",
             "chains": args.chains,

@@ -15,9 +15,15 @@ The public API, by layer (see ARCHITECTURE.md):
 - reports: :func:`write_report`; many fits: :func:`run_batch`.
 """
 
+from benchmirt_bayes.analyses.abilities import ability_table
 from benchmirt_bayes.analyses.audit import BenchmarkAudit, benchmark_correlations, name_dimensions
+from benchmirt_bayes.analyses.comparison import LLMComparison, compare_llms
+from benchmirt_bayes.analyses.dif import differential_item_functioning
 from benchmirt_bayes.analyses.heldout import CrossValidation, psis_loo
+from benchmirt_bayes.analyses.item_fit import item_fit
 from benchmirt_bayes.analyses.items import rank_items
+from benchmirt_bayes.analyses.miskeyed import miskeyed_items
+from benchmirt_bayes.analyses.person_fit import person_fit
 from benchmirt_bayes.analyses.scoring import LLMScore, adaptive_test, score_llm
 from benchmirt_bayes.analyses.selection import (
     evaluate_subset,
@@ -44,7 +50,9 @@ from benchmirt_bayes.io import load_posterior, save_posterior
 from benchmirt_bayes.model.pymc_model import build_model
 from benchmirt_bayes.model.response_models import RESPONSE_MODELS, ResponseModel, response_model
 from benchmirt_bayes.model.spec import ModelSpec, available_specs, load_spec
+from benchmirt_bayes.posterior import with_log_likelihood
 from benchmirt_bayes.reports.report import write_report
+from benchmirt_bayes.simulation.audit_plants import AuditPlan
 from benchmirt_bayes.simulation.simulate import SimulatedBenchmark, simulate_benchmirt
 from benchmirt_bayes.simulation.streaming import MatrixSource, StreamingSimulation
 from benchmirt_bayes.workflows.crossval import DimensionChoice, choose_n_dims, cross_validate
@@ -65,6 +73,7 @@ __all__ = [
     # simulation
     "SimulatedBenchmark",
     "simulate_benchmirt",
+    "AuditPlan",
     "MatrixSource",
     "StreamingSimulation",
     # model
@@ -82,12 +91,15 @@ __all__ = [
     "AdviSettings",
     "save_posterior",
     "load_posterior",
+    "with_log_likelihood",
     # diagnostics
     "ConvergenceReport",
     "check_convergence",
     "StabilityReport",
     "check_stability",
     # analyses
+    "ability_table",
+    "item_fit",
     "BenchmarkAudit",
     "benchmark_correlations",
     "name_dimensions",
@@ -101,6 +113,12 @@ __all__ = [
     "LLMScore",
     "score_llm",
     "adaptive_test",
+    # audits of LLMs and items
+    "LLMComparison",
+    "compare_llms",
+    "person_fit",
+    "differential_item_functioning",
+    "miskeyed_items",
     # workflows
     "DimensionChoice",
     "choose_n_dims",

@@ -19,6 +19,7 @@ import dataclasses
 import json
 import multiprocessing
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import xarray as xr
+
+from benchmirt_bayes.integrity import CHECKSUM_ATTR, checksum_problem, with_checksum
 
 ExecutorArg = Executor | Literal["auto", "serial"] | None
 _TASK_ATTR = "benchmirt_task"
@@ -124,7 +127,11 @@ def run_batch(
     fork_safe
         ``False`` for tasks that use JAX (not fork-safe): ``"auto"`` then runs serially.
     retries
-        How many times a failed task is resubmitted before :class:`BatchError`.
+        How many times a failed task is resubmitted before :class:`BatchError`. When a
+        worker of the local pool dies (killed, out of memory), the pool breaks for every
+        task it held: finished results are kept, and the unfinished tasks are resubmitted
+        to a fresh pool, each counting one attempt. Dask reschedules a dead worker's task
+        by itself.
     on_result
         Called with ``(key, result)`` as each result arrives (progress reporting).
 
@@ -170,7 +177,7 @@ def run_batch(
             queue = list(pending)
             while queue:
                 futures = {resolved.submit(_execute, task, handle): task for task in queue}
-                queue = []
+                queue, broken = [], False
                 for future in concurrent.futures.as_completed(futures):
                     task = futures[future]
                     try:
@@ -179,8 +186,23 @@ def run_batch(
                     except Exception as err:  # reported together below
                         failed[task.key] = err
                         attempts[task.key] += 1
-                        if attempts[task.key] <= retries and not _is_broken(err):
+                        broken |= _is_broken(err)
+                        retry = attempts[task.key] <= retries and (owned or not _is_broken(err))
+                        if retry:
                             queue.append(task)
+                if broken and owned and queue:
+                    # a worker died and took the pool with it: the finished results are kept,
+                    # and the unfinished tasks (the dead worker's among them) go to a new pool
+                    resolved.shutdown(wait=False, cancel_futures=True)
+                    resolved, _ = resolve_executor(executor, len(queue), cores_per_task, fork_safe)
+                    if resolved is None:
+                        for task in queue:
+                            accept(task, task.run(shared))
+                            failed.pop(task.key, None)
+                        queue = []
+                        owned = False
+                    else:
+                        handle = _share(resolved, shared, data_hash, owned)
     finally:
         if owned:
             resolved.shutdown()
@@ -238,8 +260,7 @@ def result_path(folder: Path, key: str) -> Path:
 
 
 def _store(folder: Path, task: BatchTask, tree: xr.DataTree, data_hash: str) -> None:
-    tree = tree.copy()
-    tree.attrs = {**tree.attrs, _TASK_ATTR: task.fingerprint, _DATA_ATTR: data_hash}
+    tree = with_checksum(tree, {_TASK_ATTR: task.fingerprint, _DATA_ATTR: data_hash})
     path = result_path(folder, task.key)
     partial = path.with_suffix(".partial")
     tree.to_netcdf(partial, engine="h5netcdf")
@@ -247,19 +268,28 @@ def _store(folder: Path, task: BatchTask, tree: xr.DataTree, data_hash: str) -> 
 
 
 def _load(folder: Path, task: BatchTask, data_hash: str) -> xr.DataTree | None:
+    """A stored result that is intact and was made by this very task on this data, else ``None``.
+
+    A file that cannot be read or whose checksum fails is reported (a warning naming it)
+    and recomputed; a file made with other settings or data is recomputed silently, as a
+    stale cache entry.
+    """
     path = result_path(folder, task.key)
     if not path.exists():
         return None
     try:
-        tree = xr.open_datatree(path, engine="h5netcdf").load()
-    except (OSError, ValueError):
-        return None  # unreadable leftovers are recomputed
+        with xr.open_datatree(path, engine="h5netcdf") as handle:
+            tree = handle.load()
+    except (OSError, ValueError) as exc:
+        warnings.warn(f"{path} is unreadable ({type(exc).__name__}); recomputing it", stacklevel=3)
+        return None
+    problem = checksum_problem(tree)
+    if problem is not None:
+        warnings.warn(f"{path} is not used: {problem}; recomputing it", stacklevel=3)
+        return None
     if tree.attrs.get(_TASK_ATTR) != task.fingerprint or tree.attrs.get(_DATA_ATTR) != data_hash:
         return None
-    attrs = dict(tree.attrs)
-    attrs.pop(_TASK_ATTR)
-    attrs.pop(_DATA_ATTR)
-    tree.attrs = attrs
+    tree.attrs = {k: v for k, v in tree.attrs.items() if k not in (_TASK_ATTR, _DATA_ATTR, CHECKSUM_ATTR)}
     return tree
 
 

@@ -1,73 +1,278 @@
-"""The ``benchmirt`` command line: a thin layer over the Python API."""
+"""The ``benchmirt`` command line: a thin layer over the Python API.
+
+Every argument and every output location is checked before any data is read or any model
+fitted; a bad one is a one-line ``error: ...`` with exit status 2 (``--debug`` shows the
+traceback instead).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 EPILOG = """examples:
-  benchmirt demo --out demo_output                 simulate, fit (ADVI), write a report folder
+  benchmirt demo --out demo_output                 simulate, fit, write a report folder
   benchmirt simulate --scale 1.0 --out data/benchmirt_simulated.nc
-  benchmirt info responses.csv --item-metadata items.csv
+  benchmirt info results_folder/                   recognise the format and summarise the data
   benchmirt fit data/benchmirt_simulated.nc --dims 2 --method advi --out fit.nc
   benchmirt report fit.nc --out report/
-  benchmirt specs                                  list the model specs in models/
+  benchmirt audit fit.nc --out audit/              abilities, item fit, audits, as CSV tables
+  benchmirt rank fit.nc --within benchmark --out ranking.csv
+  benchmirt select fit.nc --fraction 0.1 --method information --out subset.json
+  benchmirt score fit.nc new_llm_results.csv --out scores.csv
   benchmirt cv data/benchmirt_simulated.nc --dims 1 2 3 --folds 10 --out cv.csv
-  benchmirt select fit.nc --fraction 0.1 --method information --out items.csv
   benchmirt cv data.nc --dims 1 2 --workers 2      folds on a local Dask cluster
-  benchmirt cv data.nc --scheduler tcp://host:8786 folds on an existing Dask scheduler
+  benchmirt specs                                  list the model specs in models/
 """
 
 
+class UsageError(ValueError):
+    """A bad argument or output location, found before any work."""
+
+
+# ---------------------------------------------------------------- arg types
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _at_least_two(text: str) -> int:
+    value = _positive_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {value}")
+    return value
+
+
+def _auto_or_positive_int(text: str) -> int | str:
+    return text if text == "auto" else _positive_int(text)
+
+
+def _pairs(values: list[str] | None, what: str) -> str | dict[str, str] | None:
+    """``["acc"]`` → ``"acc"``; ``["a=acc", "b=em"]`` → ``{"a": "acc", "b": "em"}``."""
+    if not values:
+        return None
+    if len(values) == 1 and "=" not in values[0]:
+        return values[0]
+    pairs = {}
+    for value in values:
+        key, sep, name = value.partition("=")
+        if not sep or not key or not name:
+            raise UsageError(f"{what}: expected one name or KEY=VALUE pairs, got {value!r}")
+        pairs[key] = name
+    return pairs
+
+
+# ------------------------------------------------------------ output checks
+def _probe(folder: Path) -> None:
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".benchmirt_probe_"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"cannot write in {folder} ({exc.strerror or exc})") from None
+
+
+def writable_file(path: str | Path, suffixes: tuple[str, ...]) -> Path:
+    """Check that ``path`` can be written (creating its folder); raise :class:`UsageError` if not."""
+    path = Path(path)
+    name = path.name.lower()
+    if not any(name.endswith(s) for s in suffixes):
+        raise UsageError(f"--out {path}: use a file ending in {' or '.join(suffixes)}")
+    if path.is_dir() and path.suffix != ".zarr":
+        raise UsageError(f"--out {path} is a folder, not a file")
+    _writable_folder_path(path.parent)
+    return path
+
+
+def writable_folder(path: str | Path) -> Path:
+    """Check that ``path`` is (or can be made) a folder we can write in."""
+    path = Path(path)
+    _writable_folder_path(path)
+    return path
+
+
+def _writable_folder_path(folder: Path) -> None:
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"{existing} is a file, so {folder} cannot be a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the folder {folder} ({exc.strerror or exc})") from None
+    _probe(folder)
+
+
+def readable(path: str | Path, what: str) -> Path:
+    """Check that an input exists."""
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"{what} not found: {path}")
+    return path
+
+
+# ------------------------------------------------------------------- parser
 def _add_data_args(parser: argparse.ArgumentParser) -> None:
+    from benchmirt_bayes.data.loaders import FORMATS
+
     parser.add_argument(
         "data",
-        help="responses: .nc (ResponseMatrix), CSV/Parquet, .jsonl, or a "
-        "folder of lm-evaluation-harness logs",
+        help="responses: .nc (ResponseMatrix), CSV/TSV/Parquet, .jsonl, or a folder of results "
+        "(lm-evaluation-harness, HELM, OpenCompass, Open LLM Leaderboard details)",
     )
-    parser.add_argument(
-        "--format", default="auto", choices=["auto", "long", "wide", "wide_items", "pyirt", "lm_eval"]
-    )
-    parser.add_argument("--item-metadata", default=None, help="item metadata table")
-    parser.add_argument("--benchmark", default=None, help="single benchmark name for all items")
-    parser.add_argument(
+    group = parser.add_argument_group("reading the data (as load_responses)")
+    group.add_argument("--format", default="auto", choices=FORMATS)
+    group.add_argument("--item-metadata", default=None, help="item metadata table (item, benchmark, ...)")
+    group.add_argument("--llm-metadata", default=None, help="LLM metadata table (llm, family, ...)")
+    group.add_argument("--benchmark", default=None, help="single benchmark name for all items")
+    group.add_argument(
         "--binarize", type=float, default=None, help="threshold for continuous scores (score >= T is 1)"
     )
+    group.add_argument(
+        "--metric", nargs="+", default=None, help="per-sample metric: NAME, or TASK=NAME pairs"
+    )
+    group.add_argument("--filter", nargs="+", default=None, help="lm-eval filter: NAME, or TASK=NAME pairs")
+    group.add_argument(
+        "--response-type", nargs="+", default=None, help="TYPE for all items, or BENCHMARK=TYPE pairs"
+    )
+    group.add_argument("--llm-col", default="llm", help="LLM id column")
+    group.add_argument("--item-col", default="item", help="item id column")
+    group.add_argument("--correct-col", default="correct", help="score column of a long table")
+    group.add_argument("--subgroup-col", default=None, help="item metadata column to use as subgroup")
+
+
+def _add_fit_settings_args(parser: argparse.ArgumentParser, *, draws: int, method: str = "advi") -> None:
+    """The settings of :func:`fit_posterior`, one flag each, shared by every command that fits."""
+    group = parser.add_argument_group(
+        "fit settings (as fit_posterior's method, nuts=, advi=, spec, likelihood)"
+    )
+    group.add_argument("--method", default=method, choices=["nuts", "advi", "fullrank_advi", "map"])
+    group.add_argument(
+        "--draws", type=_positive_int, default=draws, help="NUTS draws per chain, or ADVI draws from q"
+    )
+    group.add_argument("--spec", default=None, help="model spec name or .toml path")
+    group.add_argument(
+        "--likelihood",
+        default="auto",
+        choices=["auto", "fused", "dense", "cells"],
+        help="likelihood form (default auto: chosen from the matrix's density)",
+    )
+    group.add_argument(
+        "--sampler", default="nutpie", choices=["nutpie", "numpyro", "pymc"], help="NUTS back end"
+    )
+    group.add_argument(
+        "--tune", type=_non_negative_int, default=1000, help="NUTS tuning iterations per chain"
+    )
+    group.add_argument("--chains", type=_positive_int, default=4, help="NUTS chains per restart")
+    group.add_argument("--target-accept", type=_fraction, default=0.8, help="NUTS target acceptance")
+    group.add_argument(
+        "--init",
+        default="auto",
+        choices=["auto", "prior", "advi"],
+        help="NUTS start: sampler default or ADVI mean (default auto: from the data's size)",
+    )
+    group.add_argument(
+        "--max-treedepth",
+        type=_auto_or_positive_int,
+        default="auto",
+        help="NUTS tree-depth cap (default auto)",
+    )
+    group.add_argument(
+        "--thin",
+        type=_auto_or_positive_int,
+        default="auto",
+        help="NUTS: keep every THIN-th of DRAWS × THIN (default auto)",
+    )
+    group.add_argument("--advi-max-steps", type=_positive_int, default=20000, help="ADVI step budget")
+    group.add_argument(
+        "--advi-tolerance", type=_positive_float, default=1e-3, help="ADVI relative-ELBO stopping rule"
+    )
+    group.add_argument("--advi-learning-rate", type=_positive_float, default=0.02, help="ADVI Adam step size")
+
+
+def _add_executor_args(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--workers", type=_positive_int, default=None, help="start a local Dask cluster with N workers"
+    )
+    where.add_argument("--scheduler", default=None, help="address of a running Dask scheduler")
+    where.add_argument("--serial", action="store_true", help="run every fit in this process")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
+    from benchmirt_bayes import __version__
+
     parser = argparse.ArgumentParser(
         prog="benchmirt",
         description="Bayesian multidimensional IRT audits of LLM benchmarks, item by item.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"benchmirt_bayes {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="simulate reduced BenchMIRT data, fit it, write a report")
     demo.add_argument("--out", default="demo_output", help="output folder")
-    demo.add_argument("--scale", type=float, default=0.03, help="share of the 34k items to simulate")
+    demo.add_argument("--scale", type=_fraction, default=0.03, help="share of the 34k items to simulate")
     demo.add_argument("--method", default="advi", choices=["nuts", "advi", "map"])
     demo.add_argument("--seed", type=int, default=1)
 
     sim = sub.add_parser("simulate", help="write the built-in simulated data set")
-    sim.add_argument("--scale", type=float, default=1.0)
-    sim.add_argument("--llms", type=int, default=100)
+    sim.add_argument("--scale", type=_fraction, default=1.0)
+    sim.add_argument("--llms", type=_at_least_two, default=100)
     sim.add_argument("--seed", type=int, default=20260301)
     sim.add_argument("--out", required=True, help="output .nc file")
 
-    info = sub.add_parser("info", help="summarise a response data set")
+    info = sub.add_parser("info", help="recognise a data set's format and summarise it")
     _add_data_args(info)
 
     fit = sub.add_parser("fit", help="fit the hierarchical MIRT model")
     _add_data_args(fit)
-    fit.add_argument("--dims", type=int, default=2)
+    fit.add_argument("--dims", type=_positive_int, default=2)
     _add_fit_settings_args(fit, draws=1000)
-    fit.add_argument("--restarts", type=int, default=1)
+    fit.add_argument("--restarts", type=_positive_int, default=1)
     fit.add_argument("--seed", type=int, default=None)
     fit.add_argument("--out", required=True, help="output .nc or .zarr")
 
@@ -75,22 +280,57 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("fit", help="a fit written by 'benchmirt fit'")
     report.add_argument("--out", required=True, help="output folder")
 
-    sub.add_parser("specs", help="list the model specs shipped in models/")
+    audit = sub.add_parser("audit", help="abilities, benchmark correlations, item fit and audits as CSV")
+    audit.add_argument("fit", help="a fit written by 'benchmirt fit'")
+    audit.add_argument("--out", required=True, help="output folder")
+    audit.add_argument("--llm-metadata", default=None, help="LLM metadata table (llm, family, ...)")
+    audit.add_argument("--llm-col", default="llm", help="LLM id column of the metadata")
+    audit.add_argument(
+        "--group-by", default=None, help="LLM metadata column for differential item functioning"
+    )
+    audit.add_argument("--pairs", nargs="+", default=None, help="LLM pairs to compare: A:B ...")
+    audit.add_argument("--draws", type=_positive_int, default=200, help="posterior draws used")
+    audit.add_argument("--seed", type=int, default=0)
+
+    rank = sub.add_parser("rank", help="rank items by information, discrimination or difficulty")
+    rank.add_argument("fit", help="a fit written by 'benchmirt fit'")
+    rank.add_argument("--by", default="information", choices=["information", "discrimination", "difficulty"])
+    rank.add_argument("--within", default=None, choices=["benchmark"])
+    rank.add_argument("--dimension", default=None, help="rank along one dimension only")
+    rank.add_argument("--top-k", type=_positive_int, default=10)
+    rank.add_argument("--out", required=True, help="output CSV")
 
     select = sub.add_parser("select", help="choose a small informative item subset from a fit")
     select.add_argument("fit", help="a fit written by 'benchmirt fit'")
     size = select.add_mutually_exclusive_group(required=True)
-    size.add_argument("--fraction", type=float, help="share of items to keep")
-    size.add_argument("--n-items", type=int, help="number of items to keep")
+    size.add_argument("--fraction", type=_fraction, help="share of items to keep")
+    size.add_argument("--n-items", type=_positive_int, help="number of items to keep")
     select.add_argument("--method", default="information", choices=["published", "information", "random"])
     select.add_argument("--dimension", default=None, help="select for one dimension only")
     select.add_argument("--seed", type=int, default=0)
-    select.add_argument("--out", required=True, help="output CSV: the kept items with their rankings")
+    select.add_argument(
+        "--out",
+        required=True,
+        help="output: .json (item ids per benchmark, for an evaluation harness), .txt (one id per "
+        "line) or .csv (the kept items with their rankings)",
+    )
+
+    score = sub.add_parser("score", help="place new LLMs from their responses on the fitted items")
+    score.add_argument("fit", help="a fit written by 'benchmirt fit'")
+    score.add_argument("responses", help="the new LLMs' responses: long (llm, item, correct) or wide table")
+    score.add_argument("--llm-col", default="llm")
+    score.add_argument("--item-col", default="item")
+    score.add_argument("--correct-col", default="correct")
+    score.add_argument("--draws", type=_positive_int, default=200, help="posterior draws of the items used")
+    score.add_argument("--seed", type=int, default=0)
+    score.add_argument("--out", required=True, help="output CSV")
+
+    sub.add_parser("specs", help="list the model specs shipped in models/")
 
     cv = sub.add_parser("cv", help="cross-validate MIRT models against baselines")
     _add_data_args(cv)
-    cv.add_argument("--dims", type=int, nargs="+", default=[1, 2, 3])
-    cv.add_argument("--folds", type=int, default=10)
+    cv.add_argument("--dims", type=_positive_int, nargs="+", default=[1, 2, 3])
+    cv.add_argument("--folds", type=_at_least_two, default=10)
     cv.add_argument("--scheme", default="cells", choices=["cells", "llms", "items"])
     _add_fit_settings_args(cv, draws=100)
     cv.add_argument("--category", default=None, help="item coordinate for the LLM x category baseline")
@@ -101,32 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_fit_settings_args(parser: argparse.ArgumentParser, *, draws: int) -> None:
-    """The settings of :func:`fit_posterior`, one flag each, shared by every command that fits."""
-    group = parser.add_argument_group(
-        "fit settings (as fit_posterior's method, nuts=, advi=, spec, likelihood)"
-    )
-    group.add_argument("--method", default="advi", choices=["nuts", "advi", "fullrank_advi", "map"])
-    group.add_argument("--draws", type=int, default=draws, help="NUTS draws per chain, or ADVI draws from q")
-    group.add_argument("--spec", default=None, help="model spec name or .toml path")
-    group.add_argument("--likelihood", default="cells", choices=["auto", "fused", "dense", "cells"])
-    group.add_argument(
-        "--sampler", default="nutpie", choices=["nutpie", "numpyro", "pymc"], help="NUTS back end"
-    )
-    group.add_argument("--tune", type=int, default=1000, help="NUTS tuning iterations per chain")
-    group.add_argument("--chains", type=int, default=4, help="NUTS chains per restart")
-    group.add_argument("--target-accept", type=float, default=0.8, help="NUTS target acceptance")
-    group.add_argument(
-        "--init", default="prior", choices=["prior", "advi"], help="NUTS start: sampler default or ADVI mean"
-    )
-    group.add_argument("--max-treedepth", type=int, default=10, help="NUTS tree-depth cap")
-    group.add_argument("--thin", type=int, default=1, help="NUTS: keep every THIN-th of DRAWS × THIN")
-    group.add_argument("--advi-max-steps", type=int, default=20000, help="ADVI step budget")
-    group.add_argument("--advi-tolerance", type=float, default=1e-3, help="ADVI relative-ELBO stopping rule")
-    group.add_argument("--advi-learning-rate", type=float, default=0.02, help="ADVI Adam step size")
-
-
-def _fit_settings(args: argparse.Namespace) -> dict:
+def _fit_settings(args: argparse.Namespace) -> dict[str, Any]:
     """``method``, ``nuts``, ``advi``, ``spec`` and ``likelihood`` for fit_posterior / cross_validate."""
     from benchmirt_bayes.inference.settings import AdviSettings, NutsSettings
 
@@ -142,7 +357,7 @@ def _fit_settings(args: argparse.Namespace) -> dict:
             thin=args.thin,
             init=args.init,
         )
-    if args.method in ("advi", "fullrank_advi") or (nuts is not None and nuts.init == "advi"):
+    if args.method in ("advi", "fullrank_advi") or (nuts is not None and nuts.init != "prior"):
         advi = AdviSettings(
             draws=args.draws if nuts is None else AdviSettings.draws,
             max_steps=args.advi_max_steps,
@@ -158,39 +373,46 @@ def _fit_settings(args: argparse.Namespace) -> dict:
     }
 
 
-def _add_executor_args(parser: argparse.ArgumentParser) -> None:
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=int, default=None, help="start a local Dask cluster with N workers")
-    where.add_argument("--scheduler", default=None, help="address of a running Dask scheduler")
-    where.add_argument("--serial", action="store_true", help="run every fit in this process")
+def _loader_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "format": args.format,
+        "item_metadata": args.item_metadata,
+        "llm_metadata": args.llm_metadata,
+        "benchmark": args.benchmark,
+        "binarize": args.binarize,
+        "llm_col": args.llm_col,
+        "item_col": args.item_col,
+        "correct_col": args.correct_col,
+        "subgroup_col": args.subgroup_col,
+        "metric": _pairs(args.metric, "--metric"),
+        "filter": _pairs(args.filter, "--filter"),
+        "response_type": _pairs(args.response_type, "--response-type"),
+    }
 
 
-def _executor_context(args: argparse.Namespace):
-    import contextlib
-
-    from benchmirt_bayes.batch import DaskExecutor
-
-    if args.workers is not None or args.scheduler is not None:
-        return DaskExecutor(workers=args.workers, scheduler=args.scheduler)
-    return contextlib.nullcontext("serial" if args.serial else "auto")
+def _check_data_args(args: argparse.Namespace) -> None:
+    readable(args.data, "data")
+    for name in ("item_metadata", "llm_metadata"):
+        if getattr(args, name, None) is not None:
+            readable(getattr(args, name), name.replace("_", " "))
+    _loader_options(args)  # malformed pairs
 
 
 def _load_data(args: argparse.Namespace):
-    from benchmirt_bayes.data.loaders import load_responses
+    from benchmirt_bayes.data.loaders import load_responses, with_llm_metadata
+    from benchmirt_bayes.data.tables import read_table
     from benchmirt_bayes.simulation.datasets import read_response_netcdf
 
     path = Path(args.data)
     if path.suffix == ".nc":
-        return read_response_netcdf(path)
-    return load_responses(
-        path,
-        format=args.format,
-        item_metadata=args.item_metadata,
-        benchmark=args.benchmark,
-        binarize=args.binarize,
-    )
+        responses = read_response_netcdf(path)
+        if args.llm_metadata is not None:
+            responses = with_llm_metadata(responses, read_table(args.llm_metadata), llm_col=args.llm_col)
+        return responses
+    return load_responses(path, **_loader_options(args))
 
 
+# ------------------------------------------------------------------ commands
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``benchmirt`` command."""
     parser = build_parser()
@@ -198,13 +420,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    from benchmirt_bayes.errors import PosteriorFileError, ResponseDataError
+    from benchmirt_bayes.batch import BatchError
+    from benchmirt_bayes.errors import MissingExtraError, PosteriorFileError, ResponseDataError
 
+    command, check = _COMMANDS[args.command]
     try:
-        return _COMMANDS[args.command](args)
-    except (ResponseDataError, PosteriorFileError) as exc:
+        check(args)
+        return command(args)
+    except (UsageError, ResponseDataError, PosteriorFileError, MissingExtraError, BatchError) as exc:
+        if args.debug:
+            raise
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except (ValueError, KeyError, FileNotFoundError, NotADirectoryError) as exc:
+        if args.debug:
+            raise
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+
+
+def _no_check(args: argparse.Namespace) -> None:
+    return None
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -224,8 +461,27 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
+    from benchmirt_bayes.data.loaders import FORMAT_TITLES, resolve_format
+
+    path = Path(args.data)
+    if path.suffix == ".nc":
+        name = FORMAT_TITLES["netcdf"]
+    else:
+        options = _loader_options(args)
+        fmt = resolve_format(
+            path,
+            format=options["format"],
+            item_metadata=options["item_metadata"],
+            llm_col=args.llm_col,
+            item_col=args.item_col,
+            correct_col=args.correct_col,
+        )
+        name = FORMAT_TITLES[fmt]
     responses = _load_data(args)
+    print(f"format: {name}")
     print(responses)
+    if responses.llm_coords:
+        print(f"LLM metadata: {', '.join(responses.llm_coords)}")
     print(responses.summary().to_string())
     return 0
 
@@ -245,6 +501,12 @@ def _fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_fit(args: argparse.Namespace) -> None:
+    _check_data_args(args)
+    writable_file(args.out, (".nc", ".zarr"))
+    _fit_settings(args)  # settings objects check their values
+
+
 def _report(args: argparse.Namespace) -> int:
     from benchmirt_bayes.io import load_posterior
     from benchmirt_bayes.reports.report import write_report
@@ -253,6 +515,65 @@ def _report(args: argparse.Namespace) -> int:
     page = write_report(fit, Path(args.out))
     print(f"report written to {page}")
     return 0
+
+
+def _check_fit_and_folder(args: argparse.Namespace) -> None:
+    readable(args.fit, "fit")
+    writable_folder(args.out)
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from benchmirt_bayes.io import load_posterior
+    from benchmirt_bayes.workflows.audit_tables import write_audit_tables
+
+    fit = load_posterior(args.fit)
+    written = write_audit_tables(
+        fit,
+        Path(args.out),
+        llm_metadata=args.llm_metadata,
+        llm_col=args.llm_col,
+        group_by=args.group_by,
+        pairs=[_pair(p) for p in args.pairs] if args.pairs else None,
+        n_draws=args.draws,
+        seed=args.seed,
+    )
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def _pair(text: str) -> tuple[str, str]:
+    first, sep, second = text.partition(":")
+    if not sep or not first or not second:
+        raise UsageError(f"--pairs: expected A:B, got {text!r}")
+    return first, second
+
+
+def _check_audit(args: argparse.Namespace) -> None:
+    _check_fit_and_folder(args)
+    if args.llm_metadata is not None:
+        readable(args.llm_metadata, "LLM metadata")
+    if args.group_by is not None and args.llm_metadata is None:
+        raise UsageError("--group-by needs --llm-metadata (the table that holds the column)")
+    for pair in args.pairs or ():
+        _pair(pair)
+
+
+def _rank(args: argparse.Namespace) -> int:
+    from benchmirt_bayes.analyses.items import rank_items
+    from benchmirt_bayes.io import load_posterior
+
+    fit = load_posterior(args.fit)
+    table = rank_items(fit, by=args.by, within=args.within, dimension=args.dimension, top_k=args.top_k)
+    table.to_csv(args.out)
+    print(table.head(15).round(3).to_string())
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _check_fit_and_file(args: argparse.Namespace, suffixes: tuple[str, ...] = (".csv",)) -> None:
+    readable(args.fit, "fit")
+    writable_file(args.out, suffixes)
 
 
 def _specs(args: argparse.Namespace) -> int:
@@ -265,31 +586,66 @@ def _specs(args: argparse.Namespace) -> int:
 
 def _select(args: argparse.Namespace) -> int:
     from benchmirt_bayes.analyses.items import rank_items
-    from benchmirt_bayes.analyses.selection import select_items
+    from benchmirt_bayes.analyses.selection import select_items, write_subset
     from benchmirt_bayes.io import load_posterior
 
     fit = load_posterior(args.fit)
     kept = select_items(
         fit, args.fraction, args.n_items, method=args.method, dimension=args.dimension, seed=args.seed
     )
-    table = rank_items(fit, dimension=args.dimension).loc[kept]
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out)
-    counts = table["benchmark"].value_counts().to_string()
+    if out.suffix.lower() == ".csv":
+        table = rank_items(fit, dimension=args.dimension).loc[kept]
+        table.to_csv(out)
+    else:
+        write_subset(fit, kept, out)
+    counts = fit["observed_data"]["benchmark"].to_series().loc[kept].value_counts().to_string()
     total = fit["posterior"].sizes["item"]
     print(f"kept {len(kept)} of {total} items ({args.method}); per benchmark:\n{counts}")
     print(f"wrote {out}")
     return 0
 
 
+def _score(args: argparse.Namespace) -> int:
+    from benchmirt_bayes.analyses.scoring import score_table
+    from benchmirt_bayes.data.tables import read_table
+    from benchmirt_bayes.io import load_posterior
+
+    fit = load_posterior(args.fit)
+    table = score_table(
+        fit,
+        read_table(args.responses),
+        llm_col=args.llm_col,
+        item_col=args.item_col,
+        correct_col=args.correct_col,
+        n_draws=args.draws,
+        seed=args.seed,
+    )
+    table.to_csv(args.out, index=False)
+    print(table.round(3).to_string(index=False, max_rows=40))
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _check_score(args: argparse.Namespace) -> None:
+    _check_fit_and_file(args)
+    readable(args.responses, "responses")
+
+
 def _cv(args: argparse.Namespace) -> int:
+    from benchmirt_bayes.batch import DaskExecutor
     from benchmirt_bayes.workflows.crossval import choose_n_dims, cross_validate
 
     responses = _load_data(args)
     print(f"cross-validating {responses}: scheme={args.scheme}, dims={args.dims}, folds={args.folds}")
     start = time.perf_counter()
-    with _executor_context(args) as executor:
+    if args.workers is not None or args.scheduler is not None:
+        context = DaskExecutor(workers=args.workers, scheduler=args.scheduler)
+    else:
+        import contextlib
+
+        context = contextlib.nullcontext("serial" if args.serial else "auto")
+    with context as executor:
         result = cross_validate(
             responses,
             n_dims=args.dims,
@@ -302,7 +658,6 @@ def _cv(args: argparse.Namespace) -> int:
             results_dir=args.results_dir,
         )
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     result.table.to_csv(out, index=False)
     summary_path = out.with_name(out.stem + "_summary.csv")
     result.summary().to_csv(summary_path)
@@ -313,15 +668,26 @@ def _cv(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {
-    "cv": _cv,
-    "select": _select,
-    "demo": _demo,
-    "simulate": _simulate,
-    "info": _info,
-    "fit": _fit,
-    "report": _report,
-    "specs": _specs,
+def _check_cv(args: argparse.Namespace) -> None:
+    _check_data_args(args)
+    writable_file(args.out, (".csv",))
+    if args.results_dir is not None:
+        writable_folder(args.results_dir)
+    _fit_settings(args)
+
+
+_COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argparse.Namespace], None]]] = {
+    "demo": (_demo, lambda a: writable_folder(a.out)),
+    "simulate": (_simulate, lambda a: writable_file(a.out, (".nc",))),
+    "info": (_info, _check_data_args),
+    "fit": (_fit, _check_fit),
+    "report": (_report, _check_fit_and_folder),
+    "audit": (_audit, _check_audit),
+    "rank": (_rank, _check_fit_and_file),
+    "select": (_select, lambda a: _check_fit_and_file(a, (".json", ".txt", ".csv"))),
+    "score": (_score, _check_score),
+    "specs": (_specs, _no_check),
+    "cv": (_cv, _check_cv),
 }
 
 

@@ -18,6 +18,7 @@ import xarray as xr
 
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
 from benchmirt_bayes.model.layout import ItemParameters, ResponseLayout
+from benchmirt_bayes.model.response_models import BINARY, cell_linear_predictor, linear_predictor
 from benchmirt_bayes.model.spec import ModelSpec
 
 KEPT_VARIABLES = (
@@ -109,15 +110,27 @@ def fit_settings_dict(tree: xr.DataTree) -> dict:
     return json.loads(text) if text else {}
 
 
+def deliberate_depth_cap(tree: xr.DataTree) -> bool:
+    """Whether a NUTS fit's tree-depth cap was the large-data path's automatic choice.
+
+    Truncated trees there cost mixing, not correctness (``inference.settings.automatic_nuts``),
+    so convergence is judged by R-hat and ESS rather than by the share of capped draws.
+    """
+    settings = fit_settings_dict(tree)
+    chosen = dict(settings.get("automatic") or ())
+    nuts = settings.get("nuts") or {}
+    return "nuts.max_treedepth" in chosen and int(nuts.get("max_treedepth", 10)) < 10
+
+
 def observed_dataset(responses: ResponseMatrix) -> xr.Dataset:
-    """The response matrix (NaN = not evaluated) with its item metadata coords.
+    """The response matrix (NaN = not evaluated) with its item (and LLM) metadata coords.
 
     Binary and integer-coded data are stored as float32 (exact); continuous scores keep
     float64 so that a reloaded fit sees the very values (and data hash) it was fitted on.
     """
     dtype = np.float64 if "continuous" in responses.response_types else np.float32
     data = responses.data.astype(dtype).rename("correct")
-    for name in responses.item_coords:
+    for name in (*responses.item_coords, *responses.llm_coords):
         data[name] = data[name].astype(str)
     data[LLM_DIM] = data[LLM_DIM].astype(str)
     data[ITEM_DIM] = data[ITEM_DIM].astype(str)
@@ -207,6 +220,73 @@ def point_type_parameters(posterior: xr.DataTree, layout: ResponseLayout) -> Ite
     post = posterior["posterior"]
     means = {n: post[n].mean(("chain", "draw")).values for n in TYPE_PARAMETER_VARIABLES if n in post}
     return layout.parameters(means)
+
+
+LOG_LIKELIHOOD_VARIABLE = "y"
+"""Name of the pointwise log-likelihood in the ``log_likelihood`` group (one value per cell)."""
+LOO_MAX_VALUES = 200_000_000
+"""Draws × observed cells above which the pointwise log-likelihood is refused (memory)."""
+
+
+def pointwise_log_likelihood(tree: xr.DataTree) -> xr.Dataset:
+    """``y (chain, draw, cell)``: the log-likelihood of every observed cell under every draw.
+
+    Cells are the observed (LLM, item) pairs in row-major order, labelled by the ``llm``
+    and ``item`` coordinates on ``cell``. Each type's own likelihood (the response-model
+    layer) is used, so ``az.loo`` and ``az.compare`` work on mixed data too.
+
+    Raises
+    ------
+    ValueError
+        When draws × observed cells exceeds :data:`LOO_MAX_VALUES`.
+
+    """
+    responses = responses_from_tree(tree)
+    post = tree["posterior"]
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+    rows, cols = np.nonzero(responses.observed)
+    if n_chain * n_draw * rows.size > LOO_MAX_VALUES:
+        raise ValueError(
+            f"the pointwise log-likelihood would hold {n_chain * n_draw} draws × {rows.size} cells; "
+            "not feasible at this size (limit LOO_MAX_VALUES): thin the fit, or use "
+            "cross_validate's held-out log loss"
+        )
+    llms, items = responses.llms.astype(str), responses.items.astype(str)
+    ability = post["ability"].sel(llm=llms).transpose("chain", "draw", "llm", "dimension").values
+    loading = post["loading"].sel(item=items).transpose("chain", "draw", "item", "dimension").values
+    intercept = post["intercept"].sel(item=items).transpose("chain", "draw", "item").values
+    layout = ResponseLayout.from_responses(responses)
+    if layout.is_binary:
+        eta = cell_linear_predictor(ability[:, :, rows], loading[:, :, cols], intercept[:, :, cols])
+        log_lik = BINARY.log_likelihood(responses.values[rows, cols], eta)
+    else:
+        draws = post.to_dataset().stack(sample_index=("chain", "draw"))
+        params = type_parameters(layout, draws)
+        flat = [a.reshape(-1, *a.shape[2:]) for a in (ability, loading, intercept)]
+        log_lik = np.empty((n_chain * n_draw, rows.size))
+        for s in range(n_chain * n_draw):
+            eta = linear_predictor(flat[0][s], flat[1][s], flat[2][s])
+            log_lik[s] = layout.log_likelihood(responses.values, eta, layout.at_sample(params, s))[rows, cols]
+        log_lik = log_lik.reshape(n_chain, n_draw, rows.size)
+    coords = {
+        "chain": post["chain"].values,
+        "draw": post["draw"].values,
+        "cell": np.arange(rows.size),
+        LLM_DIM: ("cell", llms[rows]),
+        ITEM_DIM: ("cell", items[cols]),
+    }
+    return xr.Dataset({LOG_LIKELIHOOD_VARIABLE: (("chain", "draw", "cell"), log_lik)}, coords=coords)
+
+
+def with_log_likelihood(tree: xr.DataTree) -> xr.DataTree:
+    """A copy of a fit with a ``log_likelihood`` group, so that ``az.loo`` and ``az.compare`` work.
+
+    The fit's own arrays are shared, not copied; only the new group is added (see
+    :func:`pointwise_log_likelihood` for its shape and the memory limit).
+    """
+    out = tree.copy(deep=False)
+    out["log_likelihood"] = xr.DataTree(pointwise_log_likelihood(tree))
+    return out
 
 
 def energy_bfmi(energy: np.ndarray) -> np.ndarray:

@@ -14,16 +14,17 @@ PACKAGE = ROOT / "benchmirt_bayes"
 
 # Each layer may import itself and the layers listed for it, nothing else of the package.
 # Top-level modules are their own small layers.
-FOUNDATION = {"errors", "rotations"}
+FOUNDATION = {"errors", "rotations", "integrity"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "rotations": set(),
+    "integrity": set(),
     "data": {"errors"},
     "model": {"errors", "data", "rotations"},
     "simulation": {"errors", "data", "model"},
     "posterior": {"errors", "data", "model"},
-    "io": {"errors", "data", "posterior"},
-    "batch": {"errors"},
+    "io": {"errors", "integrity", "data", "posterior"},
+    "batch": {"errors", "integrity"},
     "inference": {"errors", "rotations", "data", "model", "simulation", "posterior", "batch"},
     "diagnostics": {"errors", "rotations", "data", "model", "posterior"},
     "analyses": {"errors", "rotations", "data", "model", "posterior", "batch"},
@@ -32,6 +33,7 @@ ALLOWED: dict[str, set[str]] = {
     "demo": {"simulation", "inference", "io", "reports"},
     "cli": {
         "errors",
+        "integrity",
         "data",
         "model",
         "simulation",

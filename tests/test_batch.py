@@ -61,6 +61,48 @@ def test_failures_are_retried_then_reported_with_finished_results_kept(tiny_sim,
     assert (tmp_path / "ok.nc").exists()
 
 
+@dataclass(frozen=True)
+class DyingTask:
+    """Kills its own worker process the first time it runs (a marker file remembers)."""
+
+    key: str
+    value: float
+    marker: str = ""
+
+    @property
+    def fingerprint(self):
+        return f"{self.value}"
+
+    def run(self, shared):
+        if self.marker and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            os._exit(1)  # the worker dies: the pool breaks for every task it held
+        time.sleep(0.3)
+        return xr.DataTree(xr.Dataset({"x": ("i", np.full(3, self.value))}))
+
+
+def test_a_killed_worker_of_the_default_pool_loses_no_healthy_result(tiny_sim, tmp_path):
+    marker = str(tmp_path / "died_once")
+    tasks = [DyingTask(f"t{i}", float(i)) for i in range(3)] + [DyingTask("dies", 9.0, marker)]
+    results = run_batch(tasks, tiny_sim.responses, executor="auto", results_dir=tmp_path / "out", retries=1)
+    assert os.path.exists(marker)  # the worker did die
+    assert [float(results[t.key]["x"][0]) for t in tasks] == [0.0, 1.0, 2.0, 9.0]
+    assert len(list((tmp_path / "out").glob("*.nc"))) == 4
+
+
+def test_an_edited_cached_result_is_recomputed_and_reported(tiny_sim, tmp_path):
+    CALLS.clear()
+    tasks = [CountingTask("t0", 1.0)]
+    run_batch(tasks, tiny_sim.responses, executor="serial", results_dir=tmp_path)
+    with xr.open_datatree(tmp_path / "t0.nc", engine="h5netcdf") as handle:
+        stored = handle.load()
+    edited = xr.DataTree(xr.Dataset({"x": ("i", np.full(3, 123.0))}, attrs=stored.attrs))
+    edited.to_netcdf(tmp_path / "t0.nc", engine="h5netcdf")
+    with pytest.warns(UserWarning, match="t0.nc is not used: its contents changed"):
+        again = run_batch(tasks, tiny_sim.responses, executor="serial", results_dir=tmp_path)
+    assert CALLS == ["t0", "t0"] and float(again["t0"]["x"][0]) == 1.0 * tiny_sim.responses.n_llms
+
+
 def test_bad_executor_and_duplicate_keys(tiny_sim):
     with pytest.raises(TypeError, match="executor must be"):
         run_batch([CountingTask("a", 1.0)], tiny_sim.responses, executor="cluster")

@@ -17,7 +17,8 @@ def test_harness_smoke_run_writes_its_table(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     table = pd.read_csv(tmp_path / "harness.csv")
-    configs = {"reference_pymc", "package_nuts", "package_nuts_advi_init", "package_advi"}
+    configs = {"reference_pymc", "package_nuts", "package_nuts_advi_init", "package_nuts_depth5_thin2"}
+    configs |= {"package_advi"}
     assert set(table["config"]) == configs | {"minibatch_advi", "logp_grad", "pyirt"}
     assert table.set_index("config").loc["pyirt", "note"].startswith("not run")  # no py-irt env in CI
     assert "error" not in table or table["error"].isna().all()
@@ -26,6 +27,12 @@ def test_harness_smoke_run_writes_its_table(tmp_path):
     assert table.set_index("config").loc["package_nuts", "ess_per_s_ratio"] > 0
     assert nuts["steps_per_draw"] >= 1 and nuts["ess_per_1k_steps"] > 0
     assert table.set_index("config").loc["package_nuts_advi_init", "min_bulk_ess"] > 0
+    # the default row calls fit_posterior with no speed settings; the ratio compares it with the fastest
+    settings = json.loads(nuts["settings"])
+    assert {"nuts.init", "nuts.max_treedepth", "nuts.thin", "likelihood"} <= {
+        k for k, _ in settings["automatic"]
+    }
+    assert nuts["default_vs_best_wall"] >= 1
     assert 0.5 < table.set_index("config").loc["minibatch_advi", "held_out_accuracy"] <= 1
     assert (tmp_path / "harness.md").read_text().startswith("Measured ")
 

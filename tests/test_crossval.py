@@ -81,22 +81,31 @@ def test_held_out_schemes_run_and_beat_the_global_mean(tiny_sim, scheme):
     assert wide.loc["mirt_1d", "log_loss"] < wide.loc["global_mean", "log_loss"]
 
 
-def _fake_cv(means_by_dims, noise):
+def _fake_cv(values_by_dims):
+    """A CrossValidation with given per-fold log losses for each n_dims."""
     rows = []
-    for d, mean in means_by_dims.items():
-        for fold, e in enumerate(noise):
-            rows.append(("cells", f"mirt_{d}d", fold, "log_loss", "all", mean + e))
+    for d, values in values_by_dims.items():
+        for fold, value in enumerate(values):
+            rows.append(("llms", f"mirt_{d}d", fold, "log_loss", "all", value))
     table = pd.DataFrame(rows, columns=["scheme", "model", "fold", "metric", "benchmark", "value"])
     return CrossValidation(table, pd.DataFrame())
 
 
-def test_one_standard_error_rule():
-    noise = [-0.02, 0.0, 0.02, 0.0]  # se of the mean = 0.0082
-    assert choose_n_dims(_fake_cv({1: 0.60, 2: 0.50, 3: 0.495, 4: 0.497}, noise)).n_dims == 2
-    assert choose_n_dims(_fake_cv({1: 0.60, 2: 0.52, 3: 0.495, 4: 0.497}, noise)).n_dims == 3
-    choice = choose_n_dims(_fake_cv({1: 0.49, 2: 0.50}, noise))
-    assert choice.n_dims == 1 and "within one SE" in choice.rule
-    assert choice.table.loc[2, "difference_to_best"] == pytest.approx(0.01)
+def test_paired_one_standard_error_rule():
+    # folds differ a lot in difficulty (the held-out-LLM scheme); 2 dims win in 4 of 5 folds
+    hard = np.array([0.40, 0.55, 0.48, 0.62, 0.35])
+    cv = _fake_cv({1: hard + 0.010, 2: hard + np.array([0.0, 0.0, 0.0, 0.0, 0.012]), 3: hard + 0.004})
+    choice = choose_n_dims(cv)
+    assert choice.n_dims == 2, choice.table
+    assert choice.table.loc[1, "wins"] == 1 and choice.table.loc[1, "folds"] == 5
+    # the unpaired SE (0.05) would have kept 1 dimension: its mean is 0.0076 above the best
+    assert choice.table.loc[1, "difference_to_best"] < choice.table.loc[2, "se"]
+    assert not choice.table.loc[1, "within_one_se"] and "paired SE" in choice.rule
+    # a difference that changes sign from fold to fold is noise: the smaller model stays
+    noisy = _fake_cv({1: hard + np.array([0.012, -0.008, 0.012, -0.008, 0.0]), 2: hard + 0.001})
+    noisy_choice = choose_n_dims(noisy)
+    assert noisy_choice.table["mean"].idxmin() == 2 and noisy_choice.n_dims == 1
+    assert noisy_choice.table.loc[1, "difference_to_best"] == pytest.approx(0.0006)
 
 
 def test_bad_arguments(tiny_sim):
@@ -116,6 +125,6 @@ def test_psis_loo_on_a_nuts_fit_and_in_the_dimension_table(nuts_fit):
     assert loo["n_cells"] == n_cells
     assert -n_cells * np.log(2) * 1.2 < loo["elpd_loo"] < 0  # better than coin-flipping, roughly
     assert 0 < loo["p_loo"] < n_cells
-    choice = choose_n_dims(_fake_cv({1: 0.6, 2: 0.5}, [-0.01, 0.01]), fits={2: nuts_fit})
+    choice = choose_n_dims(_fake_cv({1: [0.61, 0.59], 2: [0.49, 0.51]}), fits={2: nuts_fit})
     assert choice.table.loc[2, "elpd_loo"] == pytest.approx(loo["elpd_loo"])
     assert np.isnan(choice.table.loc[1, "elpd_loo"])

@@ -7,7 +7,7 @@ from benchmirt_bayes import check_convergence
 from benchmirt_bayes.diagnostics.convergence import relative_elbo_change
 
 
-def constructed_fit(shift_chain: float, n_draw=500, divergences=0, seed=0):
+def constructed_fit(shift_chain: float, n_draw=500, divergences=0, seed=0, capped=False):
     """A DataTree shaped like a NUTS fit, with chain 1 shifted by ``shift_chain``."""
     rng = np.random.default_rng(seed)
     ability = rng.normal(size=(2, n_draw, 5, 2))
@@ -21,7 +21,7 @@ def constructed_fit(shift_chain: float, n_draw=500, divergences=0, seed=0):
             "sample_stats": xr.Dataset(
                 {
                     "diverging": (("chain", "draw"), diverging),
-                    "maxdepth_reached": (("chain", "draw"), np.zeros((2, n_draw), bool)),
+                    "maxdepth_reached": (("chain", "draw"), np.full((2, n_draw), capped)),
                     "energy": (("chain", "draw"), energy),
                 }
             ),
@@ -55,6 +55,22 @@ def test_thresholds_are_arguments():
     fit = constructed_fit(0.0, n_draw=150)
     assert not check_convergence(fit).ok  # ESS below 400
     assert check_convergence(fit, ess_bulk_min=100, ess_tail_min=100).ok
+
+
+def test_a_deliberate_depth_cap_is_judged_by_rhat_and_ess():
+    import json
+
+    fit = constructed_fit(0.0, capped=True)
+    report = check_convergence(fit)
+    assert not report.ok and any("maximum tree depth" in m for m in report.messages)
+    # the automatic large-data path chose the cap: R-hat and ESS decide, the share is reported
+    fit.attrs["benchmirt_settings"] = json.dumps(
+        {"nuts": {"max_treedepth": 5}, "automatic": [["nuts.max_treedepth", "5 (3,000,000 cells)"]]}
+    )
+    report = check_convergence(fit)
+    assert report.ok, report.messages
+    assert report.sampler_checks["treedepth_share"] == 1.0
+    assert not check_convergence(fit, max_treedepth_share=0.05).ok
 
 
 def test_bfmi_is_computed():

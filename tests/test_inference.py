@@ -119,7 +119,8 @@ def test_missing_sampler_names_the_extra(tiny_sim, monkeypatch):
         ({"nuts": {"draws": 0}}, "draws must be a positive integer"),
         ({"restarts": 0}, "restarts must be a positive integer"),
         ({"nuts": {"init": "map"}}, "init must be one of"),
-        ({"nuts": {"max_treedepth": 0}}, "max_treedepth must be an integer"),
+        ({"nuts": {"max_treedepth": 0}}, "max_treedepth must be 'auto' or an integer"),
+        ({"nuts": {"init": "prior"}, "advi": {"draws": 5}}, "advi settings apply to ADVI fits"),
         ({"nuts": {"thin": 0}}, "thin must be a positive integer"),
         ({"method": "advi", "nuts": {"thin": 2}}, "nuts settings apply to method='nuts' only"),
         ({"nuts": {"thinning": 2}}, r"unknown nuts setting\(s\) \['thinning'\]"),
@@ -145,6 +146,45 @@ def test_restarts_are_chains_with_a_restart_coordinate(tiny_sim, tmp_path):
     again = fit_posterior(tiny_sim.responses, 2, restarts=2, random_seed=3, restart_dir=tmp_path, **kwargs)
     assert again.attrs["benchmirt_fit_seconds"] == fit.attrs["benchmirt_fit_seconds"]
     xr.testing.assert_allclose(again["posterior"]["ability"], post["ability"])
+
+
+def test_defaults_are_chosen_from_the_data_size_and_recorded(tiny_sim):
+    from benchmirt_bayes import ResponseMatrix
+    from benchmirt_bayes.inference.fit import resolve_settings
+    from benchmirt_bayes.inference.settings import LARGE_NUTS_CELLS
+
+    small = resolve_settings(tiny_sim.responses, 2, method="nuts")
+    assert (small.nuts.init, small.nuts.max_treedepth, small.nuts.thin) == ("prior", 10, 1)
+    assert small.likelihood == "fused" and small.advi is None
+    notes = dict(small.automatic)
+    assert set(notes) == {"likelihood", "nuts.init", "nuts.max_treedepth", "nuts.thin"}
+    # ADVI settings given for an automatic start that resolved to the sampler's own are noted
+    unused = resolve_settings(tiny_sim.responses, 2, method="nuts", advi={"max_steps": 100})
+    assert unused.advi is None and "unused" in dict(unused.automatic)["advi"]
+    # the large-data path: as many cells as the built-in full set
+    n_llms, n_items = 100, LARGE_NUTS_CELLS // 100
+    values = (np.random.default_rng(0).random((n_llms, n_items)) < 0.5).astype(float)
+    big = ResponseMatrix(
+        xr.DataArray(
+            values,
+            dims=("llm", "item"),
+            coords={
+                "llm": [f"m{j}" for j in range(n_llms)],
+                "item": [f"q{i}" for i in range(n_items)],
+                "benchmark": ("item", ["A"] * n_items),
+                "subgroup": ("item", ["A"] * n_items),
+            },
+        )
+    )
+    large = resolve_settings(big, 2, method="nuts", advi={"max_steps": 100})
+    assert (large.nuts.init, large.nuts.max_treedepth, large.nuts.thin) == ("advi", 5, 2)
+    assert large.advi.max_steps == 100
+    assert "large-data path" in dict(large.automatic)["nuts.thin"]
+    # explicit values are kept and not recorded as automatic
+    mine = resolve_settings(big, 2, method="nuts", nuts={"max_treedepth": 8, "thin": 1, "init": "prior"})
+    assert (mine.nuts.max_treedepth, mine.nuts.thin) == (8, 1)
+    assert "nuts.thin" not in dict(mine.automatic)
+    assert FitSettings.from_json(large.to_json()) == large
 
 
 def test_settings_round_trip():

@@ -28,7 +28,7 @@ def test_auto_likelihood_form_follows_the_observed_share(tiny_sim):
     values[np.random.default_rng(0).random(values.shape) < 0.6] = np.nan
     sparse = tiny_sim.responses.with_values(values)
     assert build_model(sparse, 2, likelihood="auto").benchmirt_likelihood == "cells"
-    assert build_model(tiny_sim.responses, 2).benchmirt_likelihood == "cells"  # the default
+    assert build_model(tiny_sim.responses, 2).benchmirt_likelihood == "fused"  # the default: auto
     with pytest.raises(ValueError, match="likelihood must be"):
         build_model(tiny_sim.responses, 2, likelihood="long")
 

@@ -165,14 +165,17 @@ def name_dimensions(
     names: Sequence[str] | None = None,
     *,
     n_defining: int = 2,
+    min_share: float = 0.5,
 ) -> DimensionNames:
     """Propose (or apply user-given) names for the dimensions, and fix their signs.
 
-    Each dimension's *defining benchmarks* are those whose mean loading vector
-    points most purely along it (largest ``loading_k² / ‖loading‖² · |loading_k|``).
-    The sign convention, applied to abilities, loadings and benchmark mean
-    loadings together (predictions unchanged): **positive = better on the
-    defining benchmarks**, i.e. their mean loading on the dimension is positive.
+    Each dimension's *defining benchmarks* are those whose mean loading vector points
+    mainly along it (share ``loading_k² / ‖loading‖² ≥ min_share``), strongest first
+    (largest ``share · |loading_k|``); a dimension that no benchmark loads on mainly is
+    named after the benchmark with the largest share on it, marked ``~``. The sign
+    convention, applied to abilities, loadings and benchmark mean loadings together
+    (predictions unchanged): **positive = better on the defining benchmarks**, i.e. their
+    mean loading on the dimension is positive.
 
     Parameters
     ----------
@@ -182,34 +185,45 @@ def name_dimensions(
         Names to use, one per dimension (default: the defining benchmarks
         joined by ``+``).
     n_defining
-        Number of defining benchmarks listed per dimension.
+        Largest number of defining benchmarks listed per dimension.
+    min_share
+        Smallest share of a benchmark's squared mean loading on the dimension for it to
+        define the dimension.
 
     Returns
     -------
     DimensionNames
+        The renamed posterior and a table with, per dimension, the proposed name, the
+        defining benchmarks and their shares.
 
     """
     post = posterior["posterior"]
     dims = list(post["dimension"].values)
     if names is not None and len(names) != len(dims):
         raise ValueError(f"need {len(dims)} names, got {len(names)}")
+    if not 0 < min_share <= 1:
+        raise ValueError(f"min_share must be in (0, 1], got {min_share!r}")
     bench_mean = post["benchmark_loading_mean"].mean(("chain", "draw")).transpose("benchmark", "dimension")
     benchmarks = bench_mean["benchmark"].values
     values = bench_mean.values
-    norms = (values**2).sum(axis=1) + 1e-12
+    share = values**2 / ((values**2).sum(axis=1, keepdims=True) + 1e-12)
     rows, signs = [], np.ones(len(dims))
     for k, dim in enumerate(dims):
-        score = values[:, k] ** 2 / norms * np.abs(values[:, k])
-        order = np.argsort(-score)[:n_defining]
+        strength = share[:, k] * np.abs(values[:, k])
+        order = [i for i in np.argsort(-strength) if share[i, k] >= min_share][:n_defining]
+        mixed = not order
+        if mixed:
+            order = [int(np.argmax(share[:, k]))]
         defining = [str(benchmarks[i]) for i in order]
         signs[k] = -1.0 if values[order, k].sum() < 0 else 1.0
-        proposed = "+".join(defining)
+        proposed = ("~" if mixed else "") + "+".join(defining)
         rows.append(
             {
                 "dimension": dim,
                 "name": names[k] if names is not None else proposed,
                 "proposed": proposed,
                 "defining_benchmarks": ", ".join(defining),
+                "shares": ", ".join(f"{share[i, k]:.2f}" for i in order),
                 "sign_flipped": bool(signs[k] < 0),
             }
         )

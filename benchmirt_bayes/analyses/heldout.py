@@ -37,13 +37,13 @@ from benchmirt_bayes.analyses.scoring import (
     probabilities_for_samples,
 )
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
-from benchmirt_bayes.model.layout import ResponseLayout
 from benchmirt_bayes.model.response_models import BINARY, cell_linear_predictor, linear_predictor
 from benchmirt_bayes.model.spec import ModelSpec
 from benchmirt_bayes.posterior import (
+    LOG_LIKELIHOOD_VARIABLE,
     fit_spec,
+    pointwise_log_likelihood,
     response_layout,
-    responses_from_tree,
     thinned_draws,
     type_parameters,
 )
@@ -425,15 +425,12 @@ def pool_calibration(cal: pd.DataFrame) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------ PSIS-LOO
-LOO_MAX_VALUES = 200_000_000  # draws × observed cells held in memory at once
-
-
 def psis_loo(posterior: xr.DataTree) -> pd.Series:
     """PSIS-LOO over observed cells (ArviZ), for fits where draws × cells fits in memory.
 
     Meaningful for NUTS posteriors (importance sampling from an approximation such as
     ADVI is not PSIS-LOO proper); ``p_loo`` and the share of Pareto ``k > 0.7`` say how
-    far to trust it.
+    far to trust it. ``az.loo(with_log_likelihood(fit))`` gives ArviZ's own report.
 
     Returns
     -------
@@ -448,41 +445,11 @@ def psis_loo(posterior: xr.DataTree) -> pd.Series:
     """
     import arviz as az
 
-    responses = responses_from_tree(posterior)
-    post = posterior["posterior"]
-    n_samples = post.sizes["chain"] * post.sizes["draw"]
-    rows, cols = np.nonzero(responses.observed)
-    if n_samples * rows.size > LOO_MAX_VALUES:
-        raise ValueError(
-            f"PSIS-LOO would hold {n_samples} draws × {rows.size} cells; not feasible at this size "
-            "(limit LOO_MAX_VALUES): use cross_validate's held-out log loss instead"
-        )
-    ability = post["ability"].transpose("chain", "draw", "llm", "dimension").values
-    loading = post["loading"].transpose("chain", "draw", "item", "dimension").values
-    intercept = post["intercept"].transpose("chain", "draw", "item").values
-    layout = ResponseLayout.from_responses(responses)
-    if layout.is_binary:
-        eta = cell_linear_predictor(ability[:, :, rows], loading[:, :, cols], intercept[:, :, cols])
-        log_lik = BINARY.log_likelihood(responses.values[rows, cols], eta)
-    else:
-        draws = post.to_dataset().stack(sample_index=("chain", "draw"))
-        params = type_parameters(layout, draws)
-        flat_ability = ability.reshape(-1, *ability.shape[2:])
-        flat_loading = loading.reshape(-1, *loading.shape[2:])
-        flat_intercept = intercept.reshape(-1, intercept.shape[-1])
-        log_lik = np.empty((n_samples, rows.size))
-        for s in range(n_samples):
-            eta = linear_predictor(flat_ability[s], flat_loading[s], flat_intercept[s])
-            cell_ll = layout.log_likelihood(responses.values, eta, layout.at_sample(params, s))
-            log_lik[s] = cell_ll[rows, cols]
-        log_lik = log_lik.reshape(ability.shape[0], ability.shape[1], rows.size)
+    log_lik = pointwise_log_likelihood(posterior)
     tree = xr.DataTree.from_dict(
-        {
-            "posterior": post.to_dataset()[["intercept"]],
-            "log_likelihood": xr.Dataset({"correct": (("chain", "draw", "cell"), log_lik)}),
-        }
+        {"posterior": posterior["posterior"].to_dataset()[["intercept"]], "log_likelihood": log_lik}
     )
-    result = az.loo(tree, var_name="correct", pointwise=True)
+    result = az.loo(tree, var_name=LOG_LIKELIHOOD_VARIABLE, pointwise=True)
     pareto_k = np.asarray(result.pareto_k)
     return pd.Series(
         {
@@ -490,6 +457,6 @@ def psis_loo(posterior: xr.DataTree) -> pd.Series:
             "se": float(result.se),
             "p_loo": float(result.p),
             "share_k_above_0.7": float(np.mean(pareto_k > 0.7)),
-            "n_cells": int(rows.size),
+            "n_cells": int(log_lik.sizes["cell"]),
         }
     )

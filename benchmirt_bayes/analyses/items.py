@@ -106,7 +106,9 @@ def rank_items(
     Returns
     -------
     DataFrame
-        One row per item, sorted by ``rank_mean``: ``benchmark``, ``subgroup``,
+        One row per item, sorted by ``rank_mean`` (with ``within="benchmark"``: by
+        benchmark in data order, then ``rank_mean``, so each benchmark's best items come
+        together): ``benchmark``, ``subgroup``,
         ``mdisc_*``, ``main_dimension`` (the dimension with the largest absolute
         loading in most draws) and ``main_dimension_prob``, ``difficulty_*``,
         ``information_*``, ``rank_mean``, ``rank_lower``, ``rank_upper``,
@@ -173,6 +175,10 @@ def rank_items(
         draws, responses.benchmarks.astype(str), loading, flag_probability
     )
     out.attrs = {"by": by, "dimension": dimension, "within": within, "top_k": top_k, "interval": interval}
+    if within == "benchmark":
+        order = {name: i for i, name in enumerate(pd.unique(out["benchmark"]))}
+        out = out.assign(_order=out["benchmark"].map(order))
+        return out.sort_values(["_order", "rank_mean"]).drop(columns="_order")
     return out.sort_values("rank_mean")
 
 

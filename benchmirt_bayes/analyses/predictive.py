@@ -2,13 +2,64 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.model.layout import ResponseLayout
+from benchmirt_bayes.data.responses import ResponseMatrix
+from benchmirt_bayes.model.layout import ItemParameters, ResponseLayout
 from benchmirt_bayes.model.response_models import linear_predictor
 from benchmirt_bayes.posterior import responses_from_tree, thinned_draws, type_parameters
+
+
+class DrawCells:
+    """One thinned posterior draw after another, as whole-matrix linear predictors.
+
+    The per-draw loop that item fit, person fit, differential item functioning and the
+    pointwise log-likelihood share: iterating gives ``(η (llm, item), item parameters)``
+    for each draw, with the fit's :class:`ResponseLayout` to turn them into expected
+    scores, variances, log-likelihoods and replicated responses.
+
+    Parameters
+    ----------
+    posterior
+        A fit.
+    n_draws
+        Draws used (seeded subsample; all when the fit has fewer).
+    seed
+        Seed of the subsample.
+    responses
+        The data the fit was made on (default: its ``observed_data``).
+
+    """
+
+    def __init__(
+        self,
+        posterior: xr.DataTree,
+        *,
+        n_draws: int = 100,
+        seed: int = 0,
+        responses: ResponseMatrix | None = None,
+    ) -> None:
+        self.responses = responses if responses is not None else responses_from_tree(posterior)
+        self.layout = ResponseLayout.from_responses(self.responses)
+        draws = thinned_draws(posterior, n_draws, seed=seed)
+        self.params = type_parameters(self.layout, draws)
+        llms = self.responses.llms.astype(str)
+        items = self.responses.items.astype(str)
+        self.ability = draws["ability"].sel(llm=llms).transpose("sample_index", "llm", "dimension").values
+        self.loading = draws["loading"].sel(item=items).transpose("sample_index", "item", "dimension").values
+        self.intercept = draws["intercept"].sel(item=items).transpose("sample_index", "item").values
+
+    def __len__(self) -> int:
+        return self.ability.shape[0]
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, ItemParameters]]:
+        for s in range(len(self)):
+            eta = linear_predictor(self.ability[s], self.loading[s], self.intercept[s])
+            yield eta, self.layout.at_sample(self.params, s)
 
 
 def cell_probabilities(draws: xr.Dataset, layout: ResponseLayout | None = None) -> np.ndarray:

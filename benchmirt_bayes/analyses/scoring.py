@@ -301,6 +301,13 @@ class LLMScore:
     ability: xr.DataArray  # (sample, dimension)
     benchmark_scores: pd.DataFrame  # benchmark × mean, sd, lower, upper, observed, n_answered
     items_answered: int
+    n_draws: int = 200
+    samples_per_draw: int = 4
+    seed: int = 0
+    llm: str = "scored LLM"
+    """How the samples pair with posterior draws: sample ``k`` belongs to the ``k //
+    samples_per_draw``-th of the ``n_draws`` draws that ``thinned_draws(..., seed=seed)``
+    picks (what :func:`~benchmirt_bayes.compare_llms` needs to compare it with fitted LLMs)."""
 
     def ability_summary(self, interval: float = 0.9) -> pd.DataFrame:
         """Mean, SD and central interval of each ability dimension."""
@@ -325,6 +332,7 @@ def score_llm(
     samples_per_draw: int = 4,
     interval: float = 0.9,
     seed: int = 0,
+    llm: str = "scored LLM",
 ) -> LLMScore:
     """Posterior of a new LLM's abilities from any subset of the fitted items.
 
@@ -346,6 +354,8 @@ def score_llm(
         Width of the reported central intervals.
     seed
         Seed of the thinning and the importance sampling.
+    llm
+        A name for the LLM (shown by :func:`~benchmirt_bayes.compare_llms`).
 
     Returns
     -------
@@ -387,7 +397,56 @@ def score_llm(
     ability = xr.DataArray(
         samples[0], dims=("sample", "dimension"), coords={"dimension": item_draws.dimensions}
     )
-    return LLMScore(ability, pd.DataFrame(rows).set_index("benchmark"), int(answers.notna().sum()))
+    return LLMScore(
+        ability,
+        pd.DataFrame(rows).set_index("benchmark"),
+        int(answers.notna().sum()),
+        n_draws=n_draws,
+        samples_per_draw=samples_per_draw,
+        seed=seed,
+        llm=llm,
+    )
+
+
+def score_table(
+    posterior: xr.DataTree,
+    table: pd.DataFrame,
+    *,
+    llm_col: str = "llm",
+    item_col: str = "item",
+    correct_col: str = "correct",
+    n_draws: int = 200,
+    interval: float = 0.9,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """:func:`score_llm` for every LLM of a results table (what ``benchmirt score`` writes).
+
+    ``table`` is long (``llm_col``, ``item_col``, ``correct_col``) or wide (the first column
+    holds LLM ids, the other columns are fitted item ids). Returns one tidy row per LLM and
+    quantity: ``llm``, ``quantity`` (``ability`` or ``benchmark_score``), ``name`` (the
+    dimension or benchmark), ``mean``, ``sd``, ``lower``, ``upper``, ``observed`` and
+    ``n_answered``.
+    """
+    columns = [str(c) for c in table.columns]
+    if {llm_col, item_col, correct_col} <= set(columns):
+        long = table.rename(columns={llm_col: "llm", item_col: "item", correct_col: "correct"})
+        per_llm = {
+            str(llm): pd.Series(group["correct"].to_numpy(), index=group["item"].astype(str).to_numpy())
+            for llm, group in long.groupby("llm", sort=False)
+        }
+    else:
+        wide = table.set_index(table.columns[0])
+        per_llm = {str(llm): row for llm, row in wide.iterrows()}
+    rows = []
+    for llm, answers in per_llm.items():
+        answers = pd.to_numeric(answers.replace({"": np.nan}), errors="raise")
+        result = score_llm(posterior, answers, n_draws=n_draws, interval=interval, seed=seed, llm=llm)
+        for dim, row in result.ability_summary(interval).iterrows():
+            rows.append({"llm": llm, "quantity": "ability", "name": dim, **row.to_dict()})
+        for bench, row in result.benchmark_scores.iterrows():
+            values = row[["mean", "sd", "lower", "upper", "observed", "n_answered"]].to_dict()
+            rows.append({"llm": llm, "quantity": "benchmark_score", "name": bench, **values})
+    return pd.DataFrame(rows)
 
 
 # ------------------------------------------------------------ adaptive test

@@ -121,6 +121,39 @@ def select_items(
     return pd.Index(items[np.sort(chosen)], name="item")
 
 
+def write_subset(posterior: xr.DataTree, kept: Sequence[str], path: str | Path) -> Path:
+    """Write a subset as an evaluation harness can read it: item ids grouped per benchmark.
+
+    ``.json``: ``{"benchmarks": {benchmark: [item ids]}, "n_items": …, "source": …}`` with
+    ids exactly as in the data (lm-evaluation-harness items are ``<task>:<doc_id>``, so the
+    ``doc_id`` after the colon is what ``--samples`` takes); ``.txt``: one item id per line.
+    """
+    path = Path(path)
+    benchmarks = posterior["observed_data"]["benchmark"].to_series().astype(str)
+    kept = [str(k) for k in kept]
+    unknown = sorted(set(kept) - set(benchmarks.index))
+    if unknown:
+        raise KeyError(f"{len(unknown)} kept items are not in the fit: {unknown[:10]}")
+    if path.suffix.lower() == ".txt":
+        path.write_text("".join(f"{item}\n" for item in kept))
+        return path
+    if path.suffix.lower() != ".json":
+        raise ValueError(f"write the subset to .json or .txt, got {path.name!r}")
+    grouped: dict[str, list[str]] = {}
+    for item in kept:
+        grouped.setdefault(benchmarks[item], []).append(item)
+    document = {
+        "benchmarks": grouped,
+        "n_items": len(kept),
+        "source": {
+            "data_hash": posterior.attrs.get("benchmirt_data_hash"),
+            "n_items_fitted": len(benchmarks),
+        },
+    }
+    path.write_text(json.dumps(document, indent=1))
+    return path
+
+
 def _published(
     loading: np.ndarray, intercept: np.ndarray, dim_index: list[int], share: float, size: int, n_bins: int
 ) -> np.ndarray:

@@ -1,14 +1,15 @@
 """`load_responses`: every on-disk form of LLM benchmark results into a `ResponseMatrix`.
 
-Every reader converts to one core path (:func:`from_wide_frame`) that checks
-the values and metadata and raises a single :class:`ResponseDataError` listing
-every problem it found.
+Every reader converts to one core path (:func:`from_wide_frame`) that checks the values and
+metadata and raises a single :class:`ResponseDataError` listing every problem it found.
+Ids are kept as written (:mod:`benchmirt_bayes.data.tables`), the orientation of a wide
+table is never guessed silently, and no LLM or item is dropped without an error.
+The evaluation tools' own result layouts (lm-evaluation-harness, Open LLM Leaderboard
+details, HELM, OpenCompass, py-irt) are read by :mod:`benchmirt_bayes.data.harness_formats`.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -17,19 +18,37 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from benchmirt_bayes.data import harness_formats
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix, value_problems
+from benchmirt_bayes.data.tables import TableLike, looks_numeric, numeric_values, read_table, text_ids
 from benchmirt_bayes.errors import ResponseDataError, limit_listing
 
-Format = Literal["auto", "long", "wide", "wide_items", "pyirt", "lm_eval"]
-TableLike = pd.DataFrame | str | Path
-
+Format = Literal[
+    "auto",
+    "long",
+    "wide",
+    "wide_items",
+    "benchmirt",
+    "pyirt",
+    "lm_eval",
+    "oll_details",
+    "helm",
+    "opencompass",
+]
+FORMATS: tuple[str, ...] = Format.__args__
+TABLE_FORMATS = ("long", "wide", "wide_items", "benchmirt")
 BENCHMIRT_METADATA_COLUMNS = (
     "benchmark",
     "category",
     "subcategory_one",
     "subcategory_two",
     "subcategory_three",
+    "question_text",
 )
+LLM_ID_COLUMNS = ("llm", "model", "model_name", "subject_id")
+"""First-column names that mark a wide table with LLMs as rows."""
+ITEM_ID_COLUMNS = ("question_id", "item", "item_id")
+"""Column names that mark a table with items as rows."""
 
 
 def load_responses(
@@ -37,13 +56,15 @@ def load_responses(
     *,
     format: Format = "auto",
     item_metadata: TableLike | None = None,
+    llm_metadata: TableLike | None = None,
     llm_col: str = "llm",
     item_col: str = "item",
     correct_col: str = "correct",
     benchmark: str | None = None,
     subgroup_col: str | None = None,
     metadata_columns: tuple[str, ...] | None = None,
-    metric: str | Mapping[str, str] = "acc",
+    metric: str | Mapping[str, str] | None = None,
+    filter: str | Mapping[str, str] | None = None,
     binarize: float | None = None,
     response_type: str | Mapping[str, str] | None = None,
 ) -> ResponseMatrix:
@@ -52,44 +73,56 @@ def load_responses(
     Parameters
     ----------
     source
-        A DataFrame, a CSV / CSV.gz / Parquet file, a py-irt JSON-lines file,
-        or a folder of lm-evaluation-harness sample logs.
+        A DataFrame, a CSV / TSV / CSV.gz / Parquet file, a py-irt JSON-lines file, or a
+        folder of results written by an evaluation harness.
     format
-        ``"long"`` (one row per LLM × item), ``"wide"`` (LLMs as rows, items as
-        columns), ``"wide_items"`` (items as rows with metadata columns and one
-        score column per LLM: the published BenchMIRT release layout),
-        ``"pyirt"`` or ``"lm_eval"``. ``"auto"`` picks ``lm_eval`` for a folder,
-        ``pyirt`` for ``.jsonl``, and otherwise ``long`` when the table has the
-        three long columns, ``wide_items`` when it has ``question_id``, else
-        ``wide``.
+        Tables: ``"long"`` (one row per LLM × item), ``"wide"`` (LLMs as rows, items as
+        columns), ``"wide_items"`` (items as rows with metadata columns and one score
+        column per LLM) or ``"benchmirt"`` (the BenchMIRT release: items as rows indexed
+        by ``question_id``, LLM columns ``acc_norm_<org>__<model>``). Results of evaluation
+        tools: ``"pyirt"``, ``"lm_eval"`` (lm-evaluation-harness ``--log_samples``
+        folders), ``"oll_details"`` (Open LLM Leaderboard details Parquet files, v1 and
+        v2), ``"helm"`` (HELM run folders) and ``"opencompass"`` (an OpenCompass work
+        folder run with ``--dump-eval-details``). ``"auto"`` recognises each of them
+        (:func:`detect_format`); a wide table whose orientation cannot be told from its
+        column names or its item metadata is an error asking for ``format=``.
     item_metadata
-        Table with ``item_col`` (or ``item``) and ``benchmark`` columns, and
-        optionally ``subgroup`` and any other item metadata (``category``...).
+        Table with ``item_col`` (or ``item``) and ``benchmark`` columns, and optionally
+        ``subgroup``, ``response_type`` and any other item metadata (``category``...).
+    llm_metadata
+        Table with ``llm_col`` (or ``llm``) and any LLM metadata (``family``,
+        ``reasoning``, ``base_of``...): LLM coordinates of the matrix, for audits by
+        group. Unknown LLMs and LLMs without a row are errors.
     llm_col, item_col, correct_col
-        Column names of the long form (``item_col`` also names the item column
-        of ``item_metadata``; ``"question_id"`` is the default for
-        ``wide_items``).
+        Column names of the long form; ``llm_col`` also names the id column of a wide
+        table and of ``llm_metadata``, ``item_col`` the id column of a table with items as
+        rows and of ``item_metadata`` (``question_id`` is recognised too).
     benchmark
         Give every item this benchmark when no metadata exists (a single test).
     subgroup_col
-        Metadata column to use as ``subgroup``; default ``subgroup`` when
-        present, else the benchmark name.
+        Metadata column to use as ``subgroup``; default ``subgroup`` when present, else
+        the benchmark name.
     metadata_columns
-        ``wide_items`` only: the columns that are metadata, not LLM scores
+        Tables with items as rows: the columns that are metadata, not LLM scores
         (default: the BenchMIRT release columns that are present).
     metric
-        ``lm_eval`` only: the per-sample metric to read (``acc``,
-        ``exact_match``, ...), or a mapping task → metric for folders that
-        mix tasks scored differently.
+        ``lm_eval``, ``oll_details`` and ``helm``: the per-sample metric to read (``acc``,
+        ``exact_match``, ``prompt_level_strict_acc``...), or a mapping task → metric for
+        folders that mix tasks scored differently. Default: ``acc`` (lm-eval), the metric
+        the leaderboard reports per benchmark (Open LLM Leaderboard details), and
+        ``exact_match`` (HELM).
+    filter
+        ``lm_eval``: the filter whose rows to read (``strict-match``, ...) for tasks that
+        log several; a mapping task → filter works too.
     binarize
-        Threshold for continuous scores: ``score >= binarize`` becomes 1 (only
-        when asked: scores are otherwise kept as they are).
+        Threshold for continuous scores: ``score >= binarize`` becomes 1 (only when asked:
+        scores are otherwise kept as they are).
     response_type
-        The response type of every item (``"binary"``, ``"graded"``,
-        ``"continuous"``, ``"count"``) or a mapping benchmark → type; benchmarks
-        not named stay binary. An item-metadata column ``response_type`` does the
-        same per item (with ``n_categories`` for graded and ``n_trials`` for count
-        items). Without either, any value other than 0, 1 or missing is an error.
+        The response type of every item (``"binary"``, ``"graded"``, ``"continuous"``,
+        ``"count"``) or a mapping benchmark → type; benchmarks not named stay binary. An
+        item-metadata column ``response_type`` does the same per item (with
+        ``n_categories`` for graded and ``n_trials`` for count items). Without either, any
+        value other than 0, 1 or missing is an error.
 
     Returns
     -------
@@ -98,10 +131,10 @@ def load_responses(
     Raises
     ------
     ResponseDataError
-        One error listing every problem (missing file, unreadable format, empty
-        table, conflicting duplicates, values outside {0, 1}, non-numeric
-        values, items without metadata or metadata without items, LLMs or items
-        with no observation).
+        One error listing every problem (missing file, unreadable bytes, empty table,
+        duplicate or empty ids, conflicting duplicates or metadata, an ambiguous
+        orientation, values outside their type, items without metadata or metadata
+        without items, LLMs or items with no observation).
 
     Examples
     --------
@@ -119,108 +152,215 @@ def load_responses(
     >>> load_responses(wide, format="wide", benchmark="LSAT7").n_items
     2
 
-    The published BenchMIRT layout (items as rows, one column per LLM)::
+    The published BenchMIRT layout and evaluation-harness folders::
 
-        load_responses("benchmirt_release.csv", format="wide_items",
-                       subgroup_col="category")
-
-    py-irt JSON lines and lm-evaluation-harness logs::
-
-        load_responses("responses.jsonl", format="pyirt", item_metadata="items.csv")
-        load_responses("lm_eval_output/", format="lm_eval", metric="acc")
+        load_responses("benchmirt_release.csv", subgroup_col="category")
+        load_responses("lm_eval_output/", metric={"arc_easy": "acc", "gsm8k": "exact_match"})
+        load_responses("helm/benchmark_output/runs/v1/", metric="exact_match")
 
     """
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}; use one of {FORMATS}")
     label = _label(source)
-    if format == "auto":
-        format = _detect_format(source)
-    if format == "lm_eval":
-        return read_lm_eval(source, metric=metric, binarize=binarize, item_metadata=item_metadata)
-    if format == "pyirt":
-        return read_pyirt(source, item_metadata=item_metadata, benchmark=benchmark, binarize=binarize)
-    table = read_table(source)
     meta = None if item_metadata is None else read_table(item_metadata)
-    if format == "long":
-        return from_long_frame(
+    if format == "auto":
+        format = detect_format(source)
+    common = {"benchmark": benchmark, "subgroup_col": subgroup_col, "binarize": binarize}
+    if format in harness_formats.READERS:
+        long, found_meta = harness_formats.READERS[format](source, metric=metric, filter=filter)
+        matrix = from_long_frame(
+            long,
+            meta if meta is not None else found_meta,
+            response_type=response_type,
+            source=label,
+            **common,
+        )
+    else:
+        table = read_table(source)
+        if format == "table":
+            format = _table_orientation(table, meta, llm_col, item_col, correct_col, label)
+        matrix = _read_table_format(
+            format,
             table,
             meta,
             llm_col=llm_col,
             item_col=item_col,
             correct_col=correct_col,
-            benchmark=benchmark,
-            subgroup_col=subgroup_col,
-            binarize=binarize,
-            response_type=response_type,
-            source=label,
-        )
-    if format == "wide":
-        scores = table.set_index(table.columns[0])
-        scores.index = scores.index.astype(str)
-        return from_wide_frame(
-            scores,
-            meta,
-            item_col=item_col,
-            benchmark=benchmark,
-            subgroup_col=subgroup_col,
-            binarize=binarize,
-            response_type=response_type,
-            source=label,
-        )
-    if format == "wide_items":
-        return _from_items_as_rows(
-            table,
-            meta,
-            item_col=item_col if item_col != "item" else "question_id",
             metadata_columns=metadata_columns,
-            benchmark=benchmark,
-            subgroup_col=subgroup_col,
-            binarize=binarize,
             response_type=response_type,
             source=label,
+            **common,
         )
-    raise ValueError(f"unknown format {format!r}; use one of {Format.__args__}")
-
-
-# --------------------------------------------------------------------- tables
-def read_table(source: TableLike) -> pd.DataFrame:
-    """Read a DataFrame, CSV (optionally gzipped) or Parquet file; clear error otherwise."""
-    if isinstance(source, pd.DataFrame):
-        table = source
-    else:
-        path = Path(source)
-        if not path.exists():
-            raise ResponseDataError([f"file not found: {path}"])
-        try:
-            if path.suffix == ".parquet":
-                table = pd.read_parquet(path)
-            else:
-                table = pd.read_csv(path, low_memory=False)
-        except Exception as exc:
-            raise ResponseDataError(
-                [f"could not read {path.name} as a table ({type(exc).__name__}: {exc})"],
-                source=str(path),
-            ) from exc
-    if table.shape[0] == 0 or table.shape[1] == 0:
-        raise ResponseDataError(["the table is empty"], source=_label(source))
-    return table
+    if llm_metadata is not None:
+        matrix = with_llm_metadata(matrix, read_table(llm_metadata), llm_col=llm_col)
+    return matrix
 
 
 def _label(source: object) -> str:
     return "a DataFrame" if isinstance(source, pd.DataFrame) else str(source)
 
 
-def _detect_format(source: TableLike) -> Format:
+FORMAT_TITLES = {
+    "long": "long table (one row per LLM × item)",
+    "wide": "wide table (LLMs as rows, items as columns)",
+    "wide_items": "wide table (items as rows, one column per LLM)",
+    "benchmirt": "BenchMIRT release (items as rows, acc_norm_<org>__<model> columns)",
+    "netcdf": "ResponseMatrix netCDF (benchmirt simulate)",
+    **harness_formats.FORMAT_NAMES,
+}
+"""Plain names of the formats (what ``benchmirt info`` prints)."""
+
+
+def resolve_format(
+    source: TableLike,
+    *,
+    format: Format = "auto",
+    item_metadata: TableLike | None = None,
+    llm_col: str = "llm",
+    item_col: str = "item",
+    correct_col: str = "correct",
+) -> str:
+    """The format :func:`load_responses` reads ``source`` in (``format`` itself unless ``"auto"``)."""
+    if format != "auto":
+        return format
+    found = detect_format(source)
+    if found != "table":
+        return found
+    meta = None if item_metadata is None else read_table(item_metadata)
+    return _table_orientation(read_table(source), meta, llm_col, item_col, correct_col, _label(source))
+
+
+def detect_format(source: TableLike) -> str:
+    """The format of ``source``: a folder's evaluation tool, ``"pyirt"``, or ``"table"``.
+
+    Folders are recognised by the files their tool writes (``samples_*.jsonl`` beside
+    ``results_*.json``; ``per_instance_stats.json``; ``results/<model>/<dataset>.json``
+    with ``details``; Parquet files named by Open LLM Leaderboard configs). For a table
+    the caller decides the orientation (:func:`_table_orientation`).
+    """
     if isinstance(source, str | Path):
         path = Path(source)
         if path.is_dir():
-            return "lm_eval"
-        if path.suffix in {".jsonl", ".json"}:
+            found = harness_formats.detect_folder(path)
+            if found is None:
+                raise ResponseDataError(
+                    [
+                        f"{path} holds no results this package recognises: lm-evaluation-harness "
+                        "samples_*.jsonl, HELM per_instance_stats.json, OpenCompass results/, or "
+                        "Open LLM Leaderboard details *.parquet"
+                    ]
+                )
+            return found
+        if path.suffix.lower() in {".jsonl", ".json"}:
             return "pyirt"
-    table = read_table(source)
-    if {"llm", "item", "correct"} <= set(table.columns):
+        if path.suffix.lower() in (".parquet", ".pq") and harness_formats.oll_config(path) is not None:
+            return "oll_details"
+    return "table"
+
+
+def _table_orientation(
+    table: pd.DataFrame,
+    meta: pd.DataFrame | None,
+    llm_col: str,
+    item_col: str,
+    correct_col: str,
+    label: str,
+) -> str:
+    """Which table format ``table`` is in, from its column names (or its item metadata)."""
+    columns = [str(c) for c in table.columns]
+    if {llm_col, item_col, correct_col} <= set(columns):
         return "long"
-    if "question_id" in table.columns:
+    item_ids = [c for c in (item_col, *ITEM_ID_COLUMNS) if c in columns]
+    if item_ids:
+        if any(c.startswith("acc_norm_") for c in columns):
+            return "benchmirt"
         return "wide_items"
-    return "wide"
+    if columns[0] in (llm_col, *LLM_ID_COLUMNS):
+        return "wide"
+    if meta is not None:
+        key = item_col if item_col in meta.columns else ITEM_DIM
+        if key in meta.columns:
+            known = set(meta[key].astype(str))
+            header_hits = len(known & set(columns[1:]))
+            row_hits = len(known & set(table.iloc[:, 0].astype(str)))
+            if header_hits > row_hits:
+                return "wide"
+            if row_hits > header_hits:
+                return "wide_items"
+    raise ResponseDataError(
+        [
+            f"cannot tell whether the rows of this table are LLMs or items (first column "
+            f"{columns[0]!r}, {len(table)} rows × {len(columns)} columns): pass format='wide' "
+            f"(LLMs as rows) or format='wide_items' (items as rows), or name the id column "
+            f"({LLM_ID_COLUMNS[0]!r}/{LLM_ID_COLUMNS[1]!r} for LLMs, {ITEM_ID_COLUMNS[0]!r}/"
+            f"{ITEM_ID_COLUMNS[1]!r} for items), or give item_metadata"
+        ],
+        source=label,
+    )
+
+
+def _read_table_format(
+    format: str,
+    table: pd.DataFrame,
+    meta: pd.DataFrame | None,
+    *,
+    llm_col: str,
+    item_col: str,
+    correct_col: str,
+    metadata_columns: tuple[str, ...] | None,
+    benchmark: str | None,
+    subgroup_col: str | None,
+    binarize: float | None,
+    response_type: str | Mapping[str, str] | None,
+    source: str,
+) -> ResponseMatrix:
+    common = {
+        "benchmark": benchmark,
+        "subgroup_col": subgroup_col,
+        "binarize": binarize,
+        "response_type": response_type,
+        "source": source,
+    }
+    if format == "long":
+        return from_long_frame(
+            table, meta, llm_col=llm_col, item_col=item_col, correct_col=correct_col, **common
+        )
+    if format == "wide":
+        scores = _llms_as_rows(table, llm_col, source)
+        return from_wide_frame(scores, meta, item_col=item_col, **common)
+    if format in ("wide_items", "benchmirt"):
+        return _from_items_as_rows(
+            table,
+            meta,
+            item_col=item_col,
+            metadata_columns=metadata_columns,
+            release=format == "benchmirt",
+            **common,
+        )
+    raise ValueError(f"{format!r} is not a table format; use one of {TABLE_FORMATS}")
+
+
+def _llms_as_rows(table: pd.DataFrame, llm_col: str, source: str) -> pd.DataFrame:
+    """A wide table's scores indexed by its LLM-id column (``llm_col``, else the first column)."""
+    columns = [str(c) for c in table.columns]
+    id_column = llm_col if llm_col in columns else columns[0]
+    ids = table[table.columns[columns.index(id_column)]]
+    if id_column != llm_col and looks_numeric(ids):
+        raise ResponseDataError(
+            [
+                f"the first column {id_column!r} holds numbers, not LLM ids: the table seems to have "
+                f"no LLM-id column; name it with llm_col= (or add one)"
+            ],
+            source=source,
+        )
+    llms, problems = text_ids(ids, "LLM")
+    if problems:
+        raise ResponseDataError(problems, source=source)
+    scores = table.drop(columns=table.columns[columns.index(id_column)])
+    if scores.shape[1] == 0:
+        raise ResponseDataError([f"no score columns besides the LLM-id column {id_column!r}"], source=source)
+    scores.index = pd.Index(llms, name=LLM_DIM)
+    return scores
 
 
 # ----------------------------------------------------------------- core path
@@ -237,30 +377,36 @@ def from_long_frame(
     source: str | None = None,
     response_type: str | Mapping[str, str] | None = None,
 ) -> ResponseMatrix:
-    """Build a matrix from a long table; metadata may come from its own columns."""
-    missing_cols = [c for c in (llm_col, item_col, correct_col) if c not in table.columns]
+    """Build a matrix from a long table; metadata may come from its own columns.
+
+    Metadata columns of the long table (``benchmark``, ``subgroup``, ...) must hold one
+    value per item: an item listed under two benchmarks is an error naming it.
+    """
+    columns = [str(c) for c in table.columns]
+    missing_cols = [c for c in (llm_col, item_col, correct_col) if c not in columns]
     if missing_cols:
         raise ResponseDataError(
             [
-                f"long table lacks column(s) {missing_cols}; it has {list(table.columns)[:20]} "
+                f"long table lacks column(s) {missing_cols}; it has {columns[:20]} "
                 "(set llm_col=, item_col=, correct_col=)"
             ],
             source=source,
         )
-    problems: list[str] = []
-    frame = table[[llm_col, item_col, correct_col]].copy()
-    frame.columns = [LLM_DIM, ITEM_DIM, "correct"]
-    frame[LLM_DIM] = frame[LLM_DIM].astype(str)
-    frame[ITEM_DIM] = frame[ITEM_DIM].astype(str)
-    numeric = pd.to_numeric(frame["correct"], errors="coerce")
-    non_numeric = frame["correct"].notna() & numeric.isna()
-    if non_numeric.any():
-        rows = frame.index[non_numeric]
+    table = table.copy()
+    table.columns = columns
+    llms, llm_problems = text_ids(table[llm_col], "LLM")
+    items, item_problems = text_ids(table[item_col], "item")
+    problems = llm_problems + item_problems
+    values, bad = numeric_values(table[[correct_col]])
+    if bad:
+        rows = [r for r, _ in bad]
         problems.append(
-            f"{int(non_numeric.sum())} non-numeric value(s) in column {correct_col!r} at rows "
-            f"{limit_listing(rows)}: {limit_listing(frame.loc[rows, 'correct'].unique())}"
+            f"{len(bad)} non-numeric value(s) in column {correct_col!r} at table row(s) "
+            f"{limit_listing(rows)}: {limit_listing(pd.unique(table[correct_col].iloc[rows].astype(str)))}"
         )
-    frame["correct"] = numeric
+    if llm_problems or item_problems:  # without ids there is no matrix to check further
+        raise ResponseDataError(problems, source=source)
+    frame = pd.DataFrame({LLM_DIM: llms, ITEM_DIM: items, "correct": values[:, 0]})
     dup = frame.duplicated([LLM_DIM, ITEM_DIM], keep=False)
     if dup.any():
         spread = frame[dup].groupby([LLM_DIM, ITEM_DIM])["correct"].nunique(dropna=False)
@@ -274,9 +420,21 @@ def from_long_frame(
             )
         frame = frame.drop_duplicates([LLM_DIM, ITEM_DIM])
     if item_metadata is None:
-        extra = [c for c in table.columns if c not in (llm_col, item_col, correct_col)]
+        extra = [c for c in columns if c not in (llm_col, item_col, correct_col)]
         if "benchmark" in extra:
-            item_metadata = table[[item_col, *extra]].astype({item_col: str}).drop_duplicates(item_col)
+            carried = table[extra].assign(**{item_col: items})
+            conflicts = [
+                f"{name}: {limit_listing(counts.index[counts > 1])}"
+                for name in extra
+                for counts in [carried.groupby(item_col)[name].nunique(dropna=False)]
+                if (counts > 1).any()
+            ]
+            if conflicts:
+                problems.append(
+                    "item metadata in the long table disagrees within an item (one value per item "
+                    "expected) — " + "; ".join(conflicts)
+                )
+            item_metadata = carried.drop_duplicates(item_col)[[item_col, *extra]]
     wide = frame.pivot(index=LLM_DIM, columns=ITEM_DIM, values="correct")
     wide = wide.reindex(index=pd.unique(frame[LLM_DIM]), columns=pd.unique(frame[ITEM_DIM]))
     return from_wide_frame(
@@ -306,35 +464,31 @@ def from_wide_frame(
 ) -> ResponseMatrix:
     """Build a matrix from a wide ``llm × item`` frame of scores plus item metadata.
 
-    This is the one validation path every loader ends in; ``earlier_problems``
-    (from a long table, say) are reported together with the ones found here.
+    This is the one validation path every loader ends in; ``earlier_problems`` (from a
+    long table, say) are reported together with the ones found here. The index holds the
+    LLM ids and the columns the item ids, both kept as written.
     """
     problems: list[str] = list(earlier_problems or [])
-    scores = scores.copy()
-    scores.columns = scores.columns.astype(str)
-    values = scores.apply(pd.to_numeric, errors="coerce")
-    non_numeric = scores.notna().to_numpy() & values.isna().to_numpy()
-    if non_numeric.any():
-        rows, cols = np.nonzero(non_numeric)
-        cells = [
-            f"({scores.index[r]}, {scores.columns[c]})={scores.iat[r, c]!r}"
-            for r, c in zip(rows[:10], cols[:10], strict=True)
-        ]
-        problems.append(f"{int(non_numeric.sum())} non-numeric value(s): " + ", ".join(cells))
-    array = values.to_numpy(dtype=float)
+    llms, id_problems = text_ids(scores.index, "LLM")
+    problems += id_problems
+    items = np.asarray([str(c) for c in scores.columns], dtype=object)
+    values, bad = numeric_values(scores)
+    if bad:
+        cells = [f"({llms[r]}, {items[c]})={scores.iat[r, c]!r}" for r, c in bad[:10]]
+        problems.append(f"{len(bad)} non-numeric value(s): " + ", ".join(cells))
+    array = values
     if binarize is not None:
         array = np.where(np.isnan(array), np.nan, (array >= binarize).astype(float))
-    items = scores.columns.to_numpy()
     meta, meta_problems = _item_metadata(items, item_metadata, item_col, benchmark, subgroup_col)
     problems.extend(meta_problems)
     if response_type is not None:
         meta, type_problems = _declared_types(meta, response_type)
         problems.extend(type_problems)
     if "response_type" not in meta.columns:
-        problems.extend(value_problems(array, scores.index.astype(str).to_numpy(), items))
+        problems.extend(value_problems(array, llms, items))
     if problems:
         raise ResponseDataError(problems, source=source)
-    coords = {LLM_DIM: scores.index.astype(str).to_numpy(), ITEM_DIM: items}
+    coords = {LLM_DIM: llms.astype(str), ITEM_DIM: items.astype(str)}
     for name in meta.columns:
         coords[name] = (ITEM_DIM, meta[name].to_numpy())
     data = xr.DataArray(array, dims=(LLM_DIM, ITEM_DIM), coords=coords, name="correct")
@@ -342,6 +496,40 @@ def from_wide_frame(
         return ResponseMatrix(data)
     except ResponseDataError as exc:
         raise ResponseDataError(exc.problems, source=source) from None
+
+
+def with_llm_metadata(
+    responses: ResponseMatrix, metadata: pd.DataFrame, *, llm_col: str = "llm"
+) -> ResponseMatrix:
+    """``responses`` with LLM metadata (family, base model, ...) as coordinates on ``llm``.
+
+    Every LLM needs exactly one row; rows for LLMs not in the responses, LLMs without a
+    row and repeated rows are errors that name them.
+    """
+    key = llm_col if llm_col in metadata.columns else LLM_DIM
+    if key not in metadata.columns:
+        raise ResponseDataError([f"LLM metadata lacks an LLM id column ({llm_col!r} or 'llm')"])
+    ids, problems = text_ids(metadata[key], "LLM")
+    meta = metadata.drop(columns=key).set_axis(pd.Index(ids, name=LLM_DIM), axis=0)
+    if meta.index.has_duplicates:
+        problems.append(f"LLM metadata repeats LLM ids: {limit_listing(meta.index[meta.index.duplicated()])}")
+    llms = pd.Index(responses.llms.astype(str))
+    unknown = meta.index.difference(llms)
+    if len(unknown):
+        problems.append(
+            f"{len(unknown)} LLM metadata row(s) for LLMs not in the responses: {limit_listing(unknown)}"
+        )
+    without = llms.difference(meta.index)
+    if len(without):
+        problems.append(f"{len(without)} LLM(s) without metadata: {limit_listing(without)}")
+    reserved = set(meta.columns) & {ITEM_DIM, *responses.item_coords}
+    if reserved:
+        problems.append(f"LLM metadata columns clash with item coordinates: {sorted(reserved)}")
+    if problems:
+        raise ResponseDataError(problems, source="LLM metadata")
+    meta = meta[~meta.index.duplicated()].reindex(llms)
+    coords = {name: (LLM_DIM, meta[name].astype(str).to_numpy()) for name in meta.columns}
+    return ResponseMatrix(responses.data.assign_coords(coords), validate=False)
 
 
 def _declared_types(
@@ -379,19 +567,24 @@ def _item_metadata(
             ]
         meta = pd.DataFrame({"benchmark": benchmark}, index=pd.Index(items, name=ITEM_DIM))
     else:
-        key = item_col if item_col in metadata.columns else ITEM_DIM
-        if key not in metadata.columns:
+        key = next((c for c in (item_col, ITEM_DIM, "question_id") if c in metadata.columns), None)
+        if key is None:
             return pd.DataFrame(index=items), [
-                f"item metadata lacks an item id column ({item_col!r} or 'item')"
+                f"item metadata lacks an item id column ({item_col!r}, 'item' or 'question_id')"
             ]
         meta = metadata.copy()
-        meta[key] = meta[key].astype(str)
+        ids, id_problems = text_ids(meta[key], "item")
+        problems += id_problems
+        meta[key] = ids
         if meta[key].duplicated().any():
             problems.append(
                 f"item metadata repeats item ids: {limit_listing(meta[key][meta[key].duplicated()])}"
             )
             meta = meta.drop_duplicates(key)
         meta = meta.set_index(key)
+        for name in meta.columns:
+            if meta[name].dtype == object:
+                meta[name] = meta[name].map(lambda v: np.nan if isinstance(v, str) and v == "" else v)
         if "benchmark" not in meta.columns:
             if benchmark is None:
                 problems.append("item metadata has no 'benchmark' column")
@@ -428,141 +621,62 @@ def _from_items_as_rows(
     *,
     item_col: str,
     metadata_columns: tuple[str, ...] | None,
+    release: bool,
     benchmark: str | None,
     subgroup_col: str | None,
     binarize: float | None,
     source: str,
     response_type: str | Mapping[str, str] | None = None,
 ) -> ResponseMatrix:
-    if item_col not in table.columns:
-        raise ResponseDataError(
-            [f"items-as-rows table lacks the item id column {item_col!r} (set item_col=)"],
-            source=source,
-        )
-    if metadata_columns is None:
-        metadata_columns = tuple(c for c in (*BENCHMIRT_METADATA_COLUMNS, "subgroup") if c in table)
+    """Items as rows: an item-id column, metadata columns, then one score column per LLM.
+
+    ``release``: the BenchMIRT release, whose LLM columns are ``acc_norm_<org>__<model>``
+    (read as the LLM ``<org>/<model>``).
+    """
+    columns = [str(c) for c in table.columns]
+    # the item ids: ``item_col`` or a known id column, else the first column (the orientation
+    # was asked for, or decided by the item metadata)
+    id_column = next((c for c in (item_col, *ITEM_ID_COLUMNS) if c in columns), columns[0])
     table = table.copy()
-    table[item_col] = table[item_col].astype(str)
-    meta = table[[item_col, *metadata_columns]] if item_metadata is None else item_metadata
-    llm_columns = [c for c in table.columns if c != item_col and c not in metadata_columns]
+    table.columns = columns
+    if metadata_columns is None:
+        metadata_columns = tuple(c for c in (*BENCHMIRT_METADATA_COLUMNS, "subgroup") if c in columns)
+    unknown = [c for c in metadata_columns if c not in columns]
+    if unknown:
+        raise ResponseDataError([f"metadata column(s) not in the table: {unknown}"], source=source)
+    items, problems = text_ids(table[id_column], "item")
+    if problems:
+        raise ResponseDataError(problems, source=source)
+    table[id_column] = items
+    if pd.Index(items).has_duplicates:
+        duplicated = pd.Index(items)[pd.Index(items).duplicated()].unique()
+        raise ResponseDataError(
+            [f"item ids repeat in column {id_column!r}: {limit_listing(duplicated)}"], source
+        )
+    meta = table[[id_column, *metadata_columns]] if item_metadata is None else item_metadata
+    llm_columns = [c for c in columns if c != id_column and c not in metadata_columns]
     if not llm_columns:
         raise ResponseDataError(["no LLM score columns besides the metadata columns"], source=source)
-    scores = table.set_index(item_col)[llm_columns].T
+    scores = table.set_index(id_column)[llm_columns].T
+    if release:
+        not_scores = [c for c in llm_columns if not c.startswith("acc_norm_")]
+        if not_scores:
+            raise ResponseDataError(
+                [
+                    f"BenchMIRT release columns must be metadata ({list(BENCHMIRT_METADATA_COLUMNS)}) or "
+                    f"acc_norm_<org>__<model> scores; unexpected: {limit_listing(not_scores)} (pass "
+                    "metadata_columns= to declare them)"
+                ],
+                source=source,
+            )
+        scores.index = [c.removeprefix("acc_norm_").replace("__", "/", 1) for c in llm_columns]
     return from_wide_frame(
         scores,
         meta,
-        item_col=item_col,
+        item_col=id_column if item_metadata is None else item_col,
         benchmark=benchmark,
         subgroup_col=subgroup_col,
         binarize=binarize,
         source=source,
         response_type=response_type,
     )
-
-
-# ------------------------------------------------------------ other formats
-def read_pyirt(
-    path: str | Path,
-    *,
-    item_metadata: TableLike | None = None,
-    benchmark: str | None = None,
-    binarize: float | None = None,
-) -> ResponseMatrix:
-    """Read py-irt's JSON-lines format: ``{"subject_id": ..., "responses": {item: 0/1}}``."""
-    path = Path(path)
-    if not path.exists():
-        raise ResponseDataError([f"file not found: {path}"])
-    rows, problems = [], []
-    with path.open() as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                subject, responses = record["subject_id"], record["responses"]
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                problems.append(f"line {number}: not a py-irt record ({type(exc).__name__}: {exc})")
-                continue
-            rows.extend((str(subject), str(item), value) for item, value in responses.items())
-    if problems:
-        raise ResponseDataError(problems, source=str(path))
-    if not rows:
-        raise ResponseDataError(["the file holds no responses"], source=str(path))
-    table = pd.DataFrame(rows, columns=[LLM_DIM, ITEM_DIM, "correct"])
-    meta = None if item_metadata is None else read_table(item_metadata)
-    return from_long_frame(table, meta, benchmark=benchmark, binarize=binarize, source=str(path))
-
-
-_SAMPLES_FILE = re.compile(r"samples_(?P<task>.+?)_\d{4}-\d{2}-\d{2}T[\w.\-]+\.jsonl$")
-
-
-def read_lm_eval(
-    folder: str | Path,
-    *,
-    metric: str | Mapping[str, str] = "acc",
-    binarize: float | None = None,
-    item_metadata: TableLike | None = None,
-    task_to_benchmark: Mapping[str, str] | None = None,
-) -> ResponseMatrix:
-    """Read lm-evaluation-harness per-sample logs.
-
-    Expects one folder per model under ``folder``, each holding
-    ``samples_<task>_<timestamp>.jsonl`` files (the ``--log_samples`` output).
-    Item ids are ``<task>:<doc_id>``; the benchmark is the task (or
-    ``task_to_benchmark[task]``) and the subgroup is the task. When a model has
-    several logs for one task, the newest (by file name) is used. ``metric``
-    may map each task to its metric; a task whose records lack the metric is
-    an error (nothing is dropped silently).
-    """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise ResponseDataError([f"folder not found: {folder}"])
-    rows, problems, tasks = [], [], {}
-    files = sorted(folder.rglob("samples_*.jsonl"))
-    if not files:
-        raise ResponseDataError([f"no samples_<task>_*.jsonl files under {folder}"])
-    newest: dict[tuple[str, str], Path] = {}
-    for file in files:
-        match = _SAMPLES_FILE.match(file.name)
-        task = match["task"] if match else file.stem.removeprefix("samples_")
-        model = str(file.parent.relative_to(folder)) if file.parent != folder else file.stem
-        newest[(model, task)] = file  # sorted order: the last is the newest timestamp
-    for (model, task), file in newest.items():
-        with file.open() as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    problems.append(f"{file.name} line {number}: invalid JSON ({exc})")
-                    continue
-                task_metric = metric if isinstance(metric, str) else metric.get(task)
-                if task_metric is None:
-                    problems.append(f"task {task!r} has no entry in the metric mapping")
-                    break
-                if task_metric not in record:
-                    problems.append(
-                        f"{file.name} line {number}: no metric {task_metric!r} "
-                        f"(keys: {sorted(k for k in record if not isinstance(record[k], dict | list))})"
-                    )
-                    continue
-                item = f"{task}:{record.get('doc_id', number - 1)}"
-                rows.append((model, item, record[task_metric]))
-                tasks[item] = task
-    if problems:
-        problems.append("pass metric={task: metric} for folders that mix differently scored tasks")
-        raise ResponseDataError(problems[:50], source=str(folder))
-    table = pd.DataFrame(rows, columns=[LLM_DIM, ITEM_DIM, "correct"])
-    if item_metadata is None:
-        mapping = task_to_benchmark or {}
-        meta = pd.DataFrame(
-            {
-                ITEM_DIM: list(tasks),
-                "benchmark": [mapping.get(t, t) for t in tasks.values()],
-                "subgroup": list(tasks.values()),
-            }
-        )
-    else:
-        meta = read_table(item_metadata)
-    return from_long_frame(table, meta, binarize=binarize, source=str(folder))

@@ -11,8 +11,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from benchmirt_bayes.data.loaders import from_wide_frame, read_table
+from benchmirt_bayes.data.loaders import from_wide_frame
 from benchmirt_bayes.data.responses import ResponseMatrix
+from benchmirt_bayes.data.tables import numeric_values, read_table
 from benchmirt_bayes.errors import ResponseDataError
 
 OPEN_LLM_BENCHMARKS = ("arc", "gsm8k", "mmlu", "truthfulqa", "winogrande")
@@ -22,6 +23,14 @@ def _require(path: Path) -> Path:
     if not path.exists():
         raise ResponseDataError([f"file not found: {path}"])
     return path
+
+
+def _numbers(table: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``table`` with ``columns`` parsed as numbers (reference tables are read as text)."""
+    values, bad = numeric_values(table[columns])
+    if bad:
+        raise ResponseDataError([f"non-numeric values in columns {columns}"])
+    return table.assign(**{name: values[:, k] for k, name in enumerate(columns)})
 
 
 def load_open_llm_leaderboard(folder: str | Path) -> ResponseMatrix:
@@ -55,6 +64,8 @@ def load_open_llm_leaderboard_reference(folder: str | Path, benchmark: str) -> p
     folder = Path(folder)
     theta = read_table(_require(folder / f"theta_train_{benchmark}_authors.csv"))
     scores = read_table(_require(folder / f"scores_{benchmark}_all_models.csv"))
+    theta = _numbers(theta, ["F1", "SE_F1"])
+    scores = _numbers(scores, ["score"])
     theta = theta.rename(columns={"model": "llm", "F1": "authors_theta", "SE_F1": "authors_theta_se"})
     scores = scores.rename(columns={"model": "llm", "score": "full_score", "set": "split"})
     merged = scores[["llm", "full_score", "split"]].merge(theta, on="llm", how="left")
@@ -73,7 +84,7 @@ def load_opencompass(folder: str | Path) -> ResponseMatrix:
         values = pd.read_csv(path, header=None).to_numpy(dtype=float)
     except Exception as exc:
         raise ResponseDataError([f"could not read {path.name}: {exc}"]) from exc
-    mapping = read_table(_require(folder / "item_benchmark_map.csv")).sort_values("col")
+    mapping = _numbers(read_table(_require(folder / "item_benchmark_map.csv")), ["col"]).sort_values("col")
     if len(mapping) != values.shape[1]:
         raise ResponseDataError(
             [f"item map has {len(mapping)} rows but responses have {values.shape[1]} columns"],
@@ -111,7 +122,9 @@ def load_xstest(folder: str | Path, *, scoring: Literal["correct", "refusal"] = 
         {
             "item": items["id"].astype(str),
             "benchmark": "XSTest",
-            "subgroup": np.where(items["unsafe_prompt"] == 1, "contrast_unsafe", "safe"),
+            "subgroup": np.where(
+                _numbers(items, ["unsafe_prompt"])["unsafe_prompt"] == 1, "contrast_unsafe", "safe"
+            ),
             "category": items["type"].astype(str),
         }
     )
@@ -157,7 +170,9 @@ def load_mirt_reference(
                 "n_categories": categories,
             }
         )
-        return from_wide_frame(table - 1, metadata, benchmark=dataset, source=str(folder))
+        values, _ = numeric_values(table)
+        shifted = pd.DataFrame(values - 1, index=table.index, columns=table.columns)
+        return from_wide_frame(shifted, metadata, benchmark=dataset, source=str(folder))
     return from_wide_frame(table, None, benchmark=dataset, source=str(folder))
 
 

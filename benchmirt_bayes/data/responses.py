@@ -212,6 +212,18 @@ class ResponseMatrix:
             if coord.dims == (ITEM_DIM,) and name != ITEM_DIM
         ]
 
+    @property
+    def llm_coords(self) -> list[str]:
+        """Names of the LLM metadata coordinates (family, base model, ...)."""
+        return [
+            name for name, coord in self._data.coords.items() if coord.dims == (LLM_DIM,) and name != LLM_DIM
+        ]
+
+    def llm_metadata(self) -> pd.DataFrame:
+        """LLM metadata as a DataFrame indexed by LLM (no columns when there is none)."""
+        meta = {name: self._data[name].values for name in self.llm_coords}
+        return pd.DataFrame(meta, index=pd.Index(self.llms, name=LLM_DIM))
+
     def item_metadata(self) -> pd.DataFrame:
         """Item metadata as a DataFrame indexed by item."""
         meta = {name: self._data[name].values for name in self.item_coords}
@@ -592,6 +604,13 @@ def value_problems(values: np.ndarray, llms: np.ndarray, items: np.ndarray) -> l
     """Problems with a dense ``(llm, item)`` value array: values outside {0, 1}, empty rows/columns."""
     problems = []
     bad = ~np.isnan(values) & (values != 0) & (values != 1)
+    seen = values[~np.isnan(values)]
+    if bad.any() and np.isin(seen, (-1.0, 1.0)).all():
+        problems.append(
+            f"values are coded -1/+1 ({int((seen == -1).sum())} cells are -1): this package reads 0/1; "
+            "recode -1 as 0, or pass binarize=0 (score >= 0 becomes 1, -1 becomes 0)"
+        )
+        bad = np.zeros_like(bad)
     if bad.any():
         rows, cols = np.nonzero(bad)
         cells = [f"({llms[r]}, {items[c]})={values[r, c]}" for r, c in zip(rows[:10], cols[:10], strict=True)]

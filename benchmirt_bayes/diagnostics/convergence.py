@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.posterior import KEPT_VARIABLES, OPTIMISATION_METHODS, energy_bfmi
+from benchmirt_bayes.posterior import KEPT_VARIABLES, OPTIMISATION_METHODS, deliberate_depth_cap, energy_bfmi
 
 # every identified variable a fit returns, less those with structurally constant elements
 # (zero offsets of single-subgroup benchmarks, the unit diagonal of a correlation matrix)
@@ -68,9 +68,10 @@ def check_convergence(
     ess_bulk_min: float = 400,
     ess_tail_min: float = 400,
     max_divergences: int = 0,
-    max_treedepth_share: float = 0.05,
+    max_treedepth_share: float | None = None,
     bfmi_min: float = 0.3,
     elbo_tolerance: float | None = None,
+    min_dimension_share: float = 0.01,
 ) -> ConvergenceReport:
     """Check convergence of an identified posterior from :func:`fit_posterior`.
 
@@ -86,16 +87,71 @@ def check_convergence(
     max_divergences, max_treedepth_share, bfmi_min
         NUTS sampler thresholds. Truncated trees leave the chain valid but
         slower to mix, so a run whose depth cap was chosen to fit a time budget
-        may pass ``max_treedepth_share=1`` and be judged by R-hat and ESS alone.
+        is judged by R-hat and ESS alone (``max_treedepth_share=1``). The default
+        ``None`` does that for fits whose cap was the automatic large-data choice
+        (``fit_posterior`` with no depth given on 10⁶ cells or more) and allows
+        5 % of capped draws otherwise; the share is reported either way.
     elbo_tolerance
         ADVI: largest acceptable relative ELBO change over the last window
         (default: the tolerance the fit used).
+    min_dimension_share
+        Smallest share of the items' squared loadings (posterior means) that every
+        dimension must carry; a dimension below it has collapsed (the fit may sit at the
+        optimum of a model with fewer dimensions, or the data do not support that many).
+        The shares are in ``sampler_checks`` as ``dimension_share_<name>``.
 
     Returns
     -------
     ConvergenceReport
 
     """
+    report = _check_method(
+        posterior,
+        var_names,
+        rhat_max,
+        ess_bulk_min,
+        ess_tail_min,
+        max_divergences,
+        max_treedepth_share,
+        bfmi_min,
+        elbo_tolerance,
+    )
+    shares = dimension_shares(posterior)
+    report.sampler_checks.update({f"dimension_share_{name}": share for name, share in shares.items()})
+    collapsed = {name: share for name, share in shares.items() if share < min_dimension_share}
+    if collapsed and len(shares) > 1:
+        report.ok = False
+        listed = ", ".join(f"{name} ({share:.2%})" for name, share in collapsed.items())
+        report.messages.insert(
+            0,
+            f"dimension(s) {listed} carry almost none of the items' squared loadings (< "
+            f"{min_dimension_share:.0%}): the fit may have settled at a lower-dimensional optimum "
+            "(ADVI: AdviSettings(starts=3), or NUTS), or the data support fewer dimensions",
+        )
+    return report
+
+
+def dimension_shares(posterior: xr.DataTree) -> dict[str, float]:
+    """Each dimension's share of the sum of squared posterior-mean loadings over items."""
+    if "loading" not in posterior["posterior"]:
+        return {}
+    loading = posterior["posterior"]["loading"].mean(("chain", "draw")).transpose("item", "dimension")
+    energy = (loading.values**2).sum(axis=0)
+    total = max(float(energy.sum()), 1e-300)
+    return {str(d): float(e / total) for d, e in zip(loading["dimension"].values, energy, strict=True)}
+
+
+def _check_method(
+    posterior: xr.DataTree,
+    var_names: tuple[str, ...] | None,
+    rhat_max: float,
+    ess_bulk_min: float,
+    ess_tail_min: float,
+    max_divergences: int,
+    max_treedepth_share: float | None,
+    bfmi_min: float,
+    elbo_tolerance: float | None,
+) -> ConvergenceReport:
     method = posterior.attrs.get("benchmirt_method", "nuts")
     names = [v for v in (var_names or DEFAULT_VARIABLES) if v in posterior["posterior"]]
     if method in OPTIMISATION_METHODS:
@@ -108,6 +164,8 @@ def check_convergence(
             table,
             messages=["MAP gives a point estimate only; use method='nuts' for uncertainty"],
         )
+    if max_treedepth_share is None:
+        max_treedepth_share = 1.0 if deliberate_depth_cap(posterior) else 0.05
     return _check_nuts(
         posterior, names, rhat_max, ess_bulk_min, ess_tail_min, max_divergences, max_treedepth_share, bfmi_min
     )

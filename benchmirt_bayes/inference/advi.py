@@ -44,6 +44,13 @@ class ElboConvergence:
             raise StopIteration(f"ELBO converged: relative change {change:.2e} < {self.tolerance}")
 
 
+def final_elbo(elbo: xr.Dataset, window: int) -> float:
+    """Mean ELBO over the last ``window`` steps (the value the stopping rule compares)."""
+    values = np.asarray(elbo["elbo"].values, dtype=float)
+    values = values[np.isfinite(values)]
+    return float(np.mean(values[-window:])) if values.size else float("nan")
+
+
 @dataclass(frozen=True)
 class AdviResult:
     """Draws from the fitted approximation and the optimisation record."""

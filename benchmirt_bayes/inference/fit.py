@@ -14,13 +14,15 @@ from typing import Any, Literal
 
 import numpy as np
 import pymc as pm
+import pytensor
 import xarray as xr
 
 from benchmirt_bayes.batch import ExecutorArg, run_batch
 from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.errors import MissingExtraError
-from benchmirt_bayes.inference.advi import AdviResult, run_advi
+from benchmirt_bayes.inference.advi import AdviResult, final_elbo, run_advi
 from benchmirt_bayes.inference.identification import _identify_in_place
+from benchmirt_bayes.inference.initialisation import jittered_start, spectral_start
 from benchmirt_bayes.inference.nutpie_run import sample_nutpie
 from benchmirt_bayes.inference.settings import (
     METHODS,
@@ -28,13 +30,14 @@ from benchmirt_bayes.inference.settings import (
     FitSettings,
     Method,
     NutsSettings,
+    automatic_nuts,
     coerce_settings,
     positive_int,
 )
 from benchmirt_bayes.inference.thinning import kept_draws, thin_sample_stats
 from benchmirt_bayes.model.pymc_model import build_model, resolve_likelihood
 from benchmirt_bayes.model.spec import ModelSpec, load_spec
-from benchmirt_bayes.posterior import KEPT_VARIABLES, observed_dataset, provenance
+from benchmirt_bayes.posterior import KEPT_VARIABLES, observed_dataset, provenance, with_log_likelihood
 
 _SAMPLER_EXTRAS = {"nutpie": ("nutpie", "nutpie"), "numpyro": ("numpyro", "jax")}
 
@@ -60,10 +63,11 @@ def fit_posterior(
     restarts: int = 1,
     random_seed: int | None = None,
     spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
-    likelihood: Literal["auto", "fused", "dense", "cells"] = "cells",
+    likelihood: Literal["auto", "fused", "dense", "cells"] = "auto",
     progressbar: bool = True,
     executor: ExecutorArg = "auto",
     restart_dir: str | Path | None = None,
+    log_likelihood: bool = False,
 ) -> xr.DataTree:
     """Fit the hierarchical MIRT model and return an identified posterior.
 
@@ -78,7 +82,10 @@ def fit_posterior(
         ``"map"`` (one point, stored as a single draw).
     nuts
         NUTS settings (:class:`~benchmirt_bayes.NutsSettings`, or a dict of its fields such
-        as ``{"draws": 500, "chains": 2}``); only with ``method="nuts"``.
+        as ``{"draws": 500, "chains": 2}``); only with ``method="nuts"``. With no speed
+        settings, the start, tree depth and thinning are chosen from the data's size
+        (:func:`~benchmirt_bayes.inference.settings.automatic_nuts`): the configuration the
+        README's speed figures measure, recorded in the fit's attrs.
     advi
         ADVI settings (:class:`~benchmirt_bayes.AdviSettings` or a dict of its fields);
         with ``method="advi"``/``"fullrank_advi"``, and with ``method="nuts"`` when the
@@ -93,11 +100,11 @@ def fit_posterior(
     spec
         Priors and structure (see :mod:`benchmirt_bayes.model.spec`).
     likelihood
-        Form of the Bernoulli term (see :func:`benchmirt_bayes.build_model`):
-        ``"cells"`` (default), ``"fused"``, ``"dense"`` or ``"auto"`` (when at
-        least half the cells are observed: ``"fused"``, or ``"dense"`` with the
-        numpyro sampler, which has no fused kernel; else ``"cells"``). The log
-        density is the same; the sampler's trajectory is not bit-identical,
+        Form of the likelihood terms (see :func:`benchmirt_bayes.build_model`):
+        ``"auto"`` (default: when at least half the cells are observed,
+        ``"fused"``, or ``"dense"`` with the numpyro sampler, which has no fused
+        kernel; else ``"cells"``), ``"fused"``, ``"dense"`` or ``"cells"``. The
+        log density is the same; the sampler's trajectory is not bit-identical,
         because floating-point sums run in another order. The resolved form is
         stored in the attrs.
     progressbar
@@ -112,6 +119,10 @@ def fit_posterior(
     restart_dir
         Folder where every restart is saved as it finishes; a rerun with the
         same settings and seed loads finished restarts instead of refitting.
+    log_likelihood
+        Add a ``log_likelihood`` group (one value per draw and observed cell) so that
+        ``az.loo(fit)`` and ``az.compare`` work; for fits where draws × cells fit in
+        memory (:func:`benchmirt_bayes.posterior.with_log_likelihood` adds it later).
 
     Returns
     -------
@@ -141,7 +152,8 @@ def fit_posterior(
     build_model(responses, settings.n_dims, spec=settings.spec, likelihood=settings.likelihood)  # fail fast
     seeds = restart_seeds(random_seed, restarts)
     raw_fits = run_restarts(responses, settings, seeds, progressbar, executor, restart_dir)
-    return assemble_posterior(responses, settings, raw_fits, random_seed)
+    tree = assemble_posterior(responses, settings, raw_fits, random_seed)
+    return with_log_likelihood(tree) if log_likelihood else tree
 
 
 def resolve_settings(
@@ -152,33 +164,51 @@ def resolve_settings(
     nuts: NutsSettings | Mapping[str, Any] | None = None,
     advi: AdviSettings | Mapping[str, Any] | None = None,
     spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
-    likelihood: str = "cells",
+    likelihood: str = "auto",
 ) -> FitSettings:
-    """Check a fit's arguments and gather them into the :class:`FitSettings` stored with it."""
+    """Check a fit's arguments and gather them into the :class:`FitSettings` stored with it.
+
+    ``"auto"`` settings (the likelihood form; NUTS's ``init``, ``max_treedepth`` and
+    ``thin``) are resolved here from the data's size and density, and what was chosen, with
+    why, is recorded in :attr:`FitSettings.automatic`.
+    """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     positive_int("n_dims", n_dims)
     if method != "nuts" and nuts is not None:
         raise ValueError(f"nuts settings apply to method='nuts' only, not to method={method!r}")
-    nuts_settings = coerce_settings(nuts, NutsSettings, "nuts") if method == "nuts" else None
+    automatic: dict[str, str] = {}
+    nuts_settings = None
+    if method == "nuts":
+        nuts_settings, automatic = automatic_nuts(
+            coerce_settings(nuts, NutsSettings, "nuts"), responses.n_observed
+        )
     uses_advi = method in ("advi", "fullrank_advi") or (
         nuts_settings is not None and nuts_settings.init == "advi"
     )
     if not uses_advi and advi is not None:
-        raise ValueError(
-            f"advi settings apply to ADVI fits and NUTS with init='advi', not to method={method!r}"
-        )
+        if "nuts.init" not in automatic:
+            raise ValueError(
+                f"advi settings apply to ADVI fits and NUTS with init='advi', not to method={method!r}"
+            )
+        automatic["advi"] = f"settings unused: NUTS init resolved to {automatic['nuts.init']}"
+        advi = None
     advi_settings = coerce_settings(advi, AdviSettings, "advi") if uses_advi else None
     if nuts_settings is not None:
         require_sampler(nuts_settings.sampler)
     jax = nuts_settings is not None and nuts_settings.sampler == "numpyro"
+    form = resolve_likelihood(responses, likelihood, jax=jax)
+    if likelihood == "auto":
+        share = responses.n_observed / responses.values.size
+        automatic["likelihood"] = f"{form!r} ({share:.0%} of cells observed)"
     return FitSettings(
         n_dims=int(n_dims),
         method=method,
         spec_json=load_spec(spec).to_json(),
-        likelihood=resolve_likelihood(responses, likelihood, jax=jax),
+        likelihood=form,
         nuts=nuts_settings,
         advi=advi_settings,
+        automatic=tuple(sorted(automatic.items())),
     )
 
 
@@ -271,43 +301,87 @@ def run_restarts(
 def fit_once(
     responses: ResponseMatrix, settings: FitSettings, seed: int, progressbar: bool = False
 ) -> RawFit:
-    """One fit with one seed, before identification (runs in worker processes too)."""
+    """One fit with one seed, before identification (runs in worker processes too).
+
+    PyTensor's numba back end (the default linker, and nutpie's) compiles with ``fastmath``
+    unless told otherwise; a function compiled fresh and the same function loaded from the
+    compile cache then round differently (about 1e-11 in the log density, after which the
+    chains part), so the same seed gave other draws on a cold cache. Fits compile without
+    it: the same seed gives the same draws, cold or warm, at no measured cost in speed.
+    """
+    with pytensor.config.change_flags(numba__fastmath=False):
+        return _fit_once(responses, settings, seed, progressbar)
+
+
+def _fit_once(responses: ResponseMatrix, settings: FitSettings, seed: int, progressbar: bool) -> RawFit:
     model = build_model(responses, settings.n_dims, spec=settings.spec, likelihood=settings.likelihood)
     start = time.perf_counter()
     elbo = None
     if settings.nuts is not None:
         initvals = None
         if settings.nuts.init == "advi":
-            result = _advi(model, settings.advi, "advi", 100, seed, progressbar)
+            result = _advi(model, responses, settings, "advi", 100, seed, progressbar)
             initvals, elbo = advi_start(model, result.posterior), result.elbo
         posterior, stats = _run_nuts(model, settings.nuts, seed, progressbar, initvals)
     elif settings.method in ("advi", "fullrank_advi"):
-        result = _advi(model, settings.advi, settings.method, settings.advi.draws, seed, progressbar)
+        result = _advi(model, responses, settings, settings.method, settings.advi.draws, seed, progressbar)
         posterior, elbo = result.posterior, result.elbo
         stats = xr.Dataset(coords={"chain": [0], "draw": np.arange(settings.advi.draws)})
     else:
-        posterior = _run_map(model, seed, progressbar)
+        posterior = _run_map(
+            model, optimisation_start(model, responses, settings, "spectral", seed), seed, progressbar
+        )
         stats = xr.Dataset(coords={"chain": [0], "draw": [0]})
     seconds = time.perf_counter() - start
     keep = [v for v in KEPT_VARIABLES if v in posterior]
     return RawFit(_drop_attrs(posterior[keep]), _drop_attrs(stats), elbo, seconds, seed)
 
 
+def optimisation_start(
+    model: pm.Model, responses: ResponseMatrix, settings: FitSettings, init: str, seed: int
+) -> dict[str, np.ndarray]:
+    """Where ADVI or MAP starts: the spectral solution (exploratory specs) or a prior draw."""
+    spec = settings.spec
+    if init == "spectral" and not spec.is_confirmatory and spec.anchors == "none":
+        return spectral_start(model, responses, settings.n_dims, seed)
+    return jittered_start(model, seed)
+
+
 def _advi(
-    model: pm.Model, settings: AdviSettings, method: str, draws: int, seed: int, progressbar: bool
+    model: pm.Model,
+    responses: ResponseMatrix,
+    settings: FitSettings,
+    method: str,
+    draws: int,
+    seed: int,
+    progressbar: bool,
 ) -> AdviResult:
-    return run_advi(
-        model,
-        method=method,
-        draws=draws,
-        max_steps=settings.max_steps,
-        tolerance=settings.tolerance,
-        learning_rate=settings.learning_rate,
-        window=settings.window,
-        random_seed=seed,
-        progressbar=progressbar,
-        start=jittered_start(model, seed),
-    )
+    """ADVI from ``settings.advi.init`` (and ``starts − 1`` prior draws); the best final ELBO wins."""
+    advi = settings.advi
+    results = []
+    for start in range(advi.starts):
+        start_seed = seed if start == 0 else int(np.random.SeedSequence([seed, start]).generate_state(1)[0])
+        init = advi.init if start == 0 else "prior"
+        result = run_advi(
+            model,
+            method=method,
+            draws=draws,
+            max_steps=advi.max_steps,
+            tolerance=advi.tolerance,
+            learning_rate=advi.learning_rate,
+            window=advi.window,
+            random_seed=start_seed,
+            progressbar=progressbar,
+            start=optimisation_start(model, responses, settings, init, start_seed),
+        )
+        result.elbo.attrs["start"] = init
+        results.append(result)
+    if len(results) == 1:
+        return results[0]
+    finals = [final_elbo(r.elbo, advi.window) for r in results]
+    best = results[int(np.argmax(finals))]
+    best.elbo.attrs["starts_final_elbo"] = json.dumps([round(f, 3) for f in finals])
+    return best
 
 
 def advi_start(model: pm.Model, posterior: xr.Dataset) -> dict[str, np.ndarray]:
@@ -324,18 +398,6 @@ def advi_start(model: pm.Model, posterior: xr.Dataset) -> dict[str, np.ndarray]:
         else:
             start[rv.name] = values.mean(("chain", "draw")).values
     return start
-
-
-def jittered_start(model: pm.Model, seed: int) -> dict[str, np.ndarray]:
-    """A seeded random starting point: one draw of every free variable from its prior.
-
-    Restarts must differ in their initialisation, not only in their random stream:
-    from one shared start, ADVI restarts land on the same optimum and say nothing about
-    stability.
-    """
-    free = model.free_RVs
-    draws = pm.draw(free, random_seed=np.random.default_rng([seed, 7]))
-    return {rv.name: np.asarray(value) for rv, value in zip(free, draws, strict=True)}
 
 
 def _drop_attrs(ds: xr.Dataset) -> xr.Dataset:
@@ -398,9 +460,9 @@ def _run_nuts(
     return posterior, thin_sample_stats(tree["sample_stats"].to_dataset(), settings.thin)
 
 
-def _run_map(model: pm.Model, seed: int, progressbar: bool) -> xr.Dataset:
+def _run_map(model: pm.Model, start: dict[str, np.ndarray], seed: int, progressbar: bool) -> xr.Dataset:
     with model:
-        point = pm.find_MAP(random_seed=seed, progressbar=progressbar, jitter=True)
+        point = pm.find_MAP(start=start, random_seed=seed, progressbar=progressbar)
     variables = {}
     for name in KEPT_VARIABLES:
         if name in point:

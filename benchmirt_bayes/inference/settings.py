@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -20,7 +20,15 @@ from benchmirt_bayes.model.spec import ModelSpec
 Method = Literal["nuts", "advi", "fullrank_advi", "map"]
 METHODS: tuple[str, ...] = Method.__args__
 Sampler = Literal["nutpie", "numpyro", "pymc"]
-NutsInit = Literal["prior", "advi"]
+NutsInit = Literal["auto", "prior", "advi"]
+Auto = Literal["auto"]
+AdviInit = Literal["spectral", "prior"]
+
+LARGE_NUTS_CELLS = 1_000_000
+"""Observed cells from which ``"auto"`` NUTS settings take the large-data path (ADVI start,
+depth 5, every second draw kept): the configuration validated on the built-in 100 × 34k set
+(3 million cells). Below it the sampler's own start and depth 10 (trees U-turn by themselves
+at depth 5 there) were as fast (``benchmarks/harness.py``)."""
 
 
 def positive_int(name: str, value: Any) -> None:
@@ -60,6 +68,11 @@ class NutsSettings:
         (the mean of a mean-field ADVI fit run first in each restart, with the
         :class:`AdviSettings` of the fit; chains then start there without jitter).
 
+    ``init``, ``max_treedepth`` and ``thin`` default to ``"auto"``: resolved from the data
+    by :func:`automatic_nuts` when the fit starts (ADVI start, depth 5 and every second
+    draw kept from :data:`LARGE_NUTS_CELLS` observed cells on; else the sampler's start,
+    depth 10, every draw). The fit stores the resolved values and why they were chosen.
+
     """
 
     sampler: Sampler = "nutpie"
@@ -67,22 +80,57 @@ class NutsSettings:
     tune: int = 1000
     chains: int = 4
     target_accept: float = 0.8
-    max_treedepth: int = 10
-    thin: int = 1
-    init: NutsInit = "prior"
+    max_treedepth: int | Auto = "auto"
+    thin: int | Auto = "auto"
+    init: NutsInit = "auto"
 
     def __post_init__(self) -> None:
         if self.sampler not in Sampler.__args__:
             raise ValueError(f"sampler must be one of {Sampler.__args__}, got {self.sampler!r}")
         if self.init not in NutsInit.__args__:
             raise ValueError(f"init must be one of {NutsInit.__args__}, got {self.init!r}")
-        for name in ("draws", "chains", "thin"):
+        for name in ("draws", "chains"):
             positive_int(name, getattr(self, name))
+        if self.thin != "auto":
+            positive_int("thin", self.thin)
         if isinstance(self.tune, bool) or not isinstance(self.tune, int | np.integer) or self.tune < 0:
             raise ValueError(f"tune must be a non-negative integer, got {self.tune!r}")
         _in_open_unit("target_accept", self.target_accept)
-        if not isinstance(self.max_treedepth, int | np.integer) or not 1 <= self.max_treedepth <= 15:
-            raise ValueError(f"max_treedepth must be an integer in 1..15, got {self.max_treedepth!r}")
+        depth = self.max_treedepth
+        if depth != "auto" and (
+            isinstance(depth, bool) or not isinstance(depth, int | np.integer) or not 1 <= depth <= 15
+        ):
+            raise ValueError(f"max_treedepth must be 'auto' or an integer in 1..15, got {depth!r}")
+
+    @property
+    def is_resolved(self) -> bool:
+        """Whether no field is ``"auto"`` any more."""
+        return "auto" not in (self.init, self.max_treedepth, self.thin)
+
+
+def automatic_nuts(settings: NutsSettings, n_observed: int) -> tuple[NutsSettings, dict[str, str]]:
+    """Resolve the ``"auto"`` fields of ``settings`` for data with ``n_observed`` cells.
+
+    Returns the resolved settings and, for every field that was ``"auto"``, the value chosen
+    and why (stored in the fit's attrs).
+    """
+    large = n_observed >= LARGE_NUTS_CELLS
+    reason = (
+        f"{n_observed:,} observed cells >= {LARGE_NUTS_CELLS:,}: the large-data path"
+        if large
+        else f"{n_observed:,} observed cells < {LARGE_NUTS_CELLS:,}"
+    )
+    chosen = {
+        "init": "advi" if large else "prior",
+        "max_treedepth": 5 if large else 10,
+        "thin": 2 if large else 1,
+    }
+    values, notes = {}, {}
+    for name, value in chosen.items():
+        if getattr(settings, name) == "auto":
+            values[name] = value
+            notes[f"nuts.{name}"] = f"{value!r} ({reason})"
+    return replace(settings, **values), notes
 
 
 @dataclass(frozen=True)
@@ -103,6 +151,15 @@ class AdviSettings:
         Adam step size.
     window
         Steps per window of the stopping rule.
+    init
+        Where the optimisation starts: ``"spectral"`` (default for exploratory specs: the
+        rank-K SVD solution of the centred responses, seeded random rotation; see
+        :mod:`benchmirt_bayes.inference.initialisation`) or ``"prior"`` (a seeded draw from
+        the prior, which on few LLMs can settle at a lower-dimensional optimum).
+        Confirmatory and anchored specs always start from the prior.
+    starts
+        Independent optimisations per fit (the first from ``init``, the others from prior
+        draws); the one with the best final ELBO is kept and every final ELBO is recorded.
 
     """
 
@@ -111,10 +168,14 @@ class AdviSettings:
     tolerance: float = 1e-3
     learning_rate: float = 0.02
     window: int = 200
+    init: AdviInit = "spectral"
+    starts: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("draws", "max_steps", "window"):
+        for name in ("draws", "max_steps", "window", "starts"):
             positive_int(name, getattr(self, name))
+        if self.init not in AdviInit.__args__:
+            raise ValueError(f"advi init must be one of {AdviInit.__args__}, got {self.init!r}")
         for name in ("tolerance", "learning_rate"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not np.isfinite(value) or value <= 0:
@@ -151,6 +212,8 @@ class FitSettings:
     likelihood: str = "cells"
     nuts: NutsSettings | None = None
     advi: AdviSettings | None = None
+    automatic: tuple[tuple[str, str], ...] = ()
+    """Settings that were ``"auto"``: ``(name, value chosen and why)`` pairs."""
 
     @property
     def spec(self) -> ModelSpec:
@@ -195,7 +258,9 @@ class FitSettings:
             spec_json=str(raw["spec_json"]),
             likelihood=str(raw.get("likelihood", "cells")),
             nuts=NutsSettings(**nuts) if nuts is not None else None,
-            advi=AdviSettings(**advi) if advi is not None else None,
+            # fits stored before ADVI had a spectral start began from the prior
+            advi=AdviSettings(**{"init": "prior", **advi}) if advi is not None else None,
+            automatic=tuple((str(k), str(v)) for k, v in raw.get("automatic", ())),
         )
 
     @classmethod

@@ -164,6 +164,15 @@ class ResponseLayout:
         out = self._apply(lambda model, e, p, _: model.expected_score(e, **p), eta, params, None, expand)
         return out / self.score_scale if scaled else out
 
+    def variance(
+        self, eta: np.ndarray, params: ItemParameters, *, scaled: bool = True, expand: int = 1
+    ) -> np.ndarray:
+        """Variance of the response per cell; of the score on ``[0, 1]`` when ``scaled``."""
+        if self.is_binary:
+            return BINARY.variance(eta)
+        out = self._apply(lambda model, e, p, _: model.variance(e, **p), eta, params, None, expand)
+        return out / self.score_scale**2 if scaled else out
+
     def log_likelihood(
         self, y: np.ndarray, eta: np.ndarray, params: ItemParameters, *, expand: int = 1
     ) -> np.ndarray:
@@ -177,6 +186,16 @@ class ResponseLayout:
             lambda model, e, p, yy: model.log_likelihood(yy, e, **p), eta, params, filled, expand
         )
         return np.where(observed, out, np.nan)
+
+    def log_likelihood_moments(
+        self, eta: np.ndarray, params: ItemParameters, *, expand: int = 1
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and variance of the log-likelihood per cell under the model (person fit)."""
+        if self.is_binary:
+            return BINARY.log_likelihood_moments(eta)
+        return self._apply(
+            lambda model, e, p, _: model.log_likelihood_moments(e, **p), eta, params, None, expand, outputs=2
+        )
 
     def score_residual(
         self, y: np.ndarray, eta: np.ndarray, params: ItemParameters, *, expand: int = 1
@@ -210,12 +229,15 @@ class ResponseLayout:
         params: ItemParameters,
         y: np.ndarray | None,
         expand: int,
-    ) -> np.ndarray:
+        outputs: int = 1,
+    ) -> Any:
+        """Call ``method`` on each type's columns; ``outputs > 1`` for methods returning a tuple."""
         eta = np.asarray(eta, dtype=float)
-        out = np.empty(np.broadcast_shapes(eta.shape, () if y is None else np.shape(y)))
+        shape = np.broadcast_shapes(eta.shape, () if y is None else np.shape(y))
+        results = [np.empty(shape) for _ in range(outputs)]
         for name, cols in self.columns.items():
-            part_y = None if y is None else np.broadcast_to(y, out.shape)[..., cols]
-            part_eta = np.broadcast_to(eta, out.shape)[..., cols]
+            part_y = None if y is None else np.broadcast_to(y, shape)[..., cols]
+            part_eta = np.broadcast_to(eta, shape)[..., cols]
             arguments = {}
             for keyword, (key, trailing) in TYPE_ARGUMENTS[name].items():
                 value = params[key]
@@ -224,8 +246,10 @@ class ResponseLayout:
                     at = value.ndim - 1 - trailing
                     value = np.expand_dims(value, tuple(range(at, at + expand)))
                 arguments[keyword] = value
-            out[..., cols] = method(response_model(name), part_eta, arguments, part_y)
-        return out
+            values = method(response_model(name), part_eta, arguments, part_y)
+            for result, value in zip(results, values if outputs > 1 else (values,), strict=True):
+                result[..., cols] = value
+        return tuple(results) if outputs > 1 else results[0]
 
 
 def _required(source: Mapping[str, Any] | None, name: str) -> np.ndarray:

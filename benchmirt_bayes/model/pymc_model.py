@@ -49,7 +49,7 @@ import pytensor.tensor as pt
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
 from benchmirt_bayes.model.anchors import anchored_rows, resolve_anchors
 from benchmirt_bayes.model.response_models import BINARY, response_model
-from benchmirt_bayes.model.spec import ModelSpec, load_spec
+from benchmirt_bayes.model.spec import ModelSpec, check_pattern_benchmarks, load_spec
 
 ITEM_VARIABLES = ("loading", "intercept")
 DENSE_LIKELIHOOD_MIN_SHARE = 0.5
@@ -123,7 +123,7 @@ def build_model(
     n_dims: int = 2,
     *,
     spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
-    likelihood: Literal["auto", "fused", "dense", "cells"] = "cells",
+    likelihood: Literal["auto", "fused", "dense", "cells"] = "auto",
 ) -> pm.Model:
     """Build the hierarchical MIRT model for the observed cells of ``responses``.
 
@@ -148,10 +148,9 @@ def build_model(
         Python back ends; not JAX). At the built-in 100 × 34k set, one log
         density + gradient of the whole model costs 14 ms fused against 135 ms
         dense (numba back end, one thread), and two chains on two cores do not
-        slow each other down. ``"auto"``: fused when at least half the cells
-        are observed, else cells (:func:`resolve_likelihood`). The default is
-        ``"cells"``, the form every calibrated test and reference result was
-        produced with.
+        slow each other down. ``"auto"`` (default): fused when at least half
+        the cells are observed, else cells (:func:`resolve_likelihood`). Data
+        with graded, continuous or count items use the cell form.
 
     Returns
     -------
@@ -174,6 +173,12 @@ def build_model(
     if len(dims) != n_dims:
         raise ValueError(f"spec {spec.name!r} defines {len(dims)} dimensions {dims}, but n_dims={n_dims}")
     index = ModelIndex.from_responses(responses)
+    check_pattern_benchmarks(spec, index.benchmarks)
+    if responses.n_llms < n_dims + 2:
+        raise ValueError(
+            f"{responses.n_llms} LLM(s) cannot identify {n_dims} dimension(s): the abilities are "
+            f"centred and whitened within the sample, which needs at least n_dims + 2 = {n_dims + 2} LLMs"
+        )
     likelihood = resolve_likelihood(responses, likelihood)
     pattern = loading_pattern(index.benchmarks, dims, spec)
     anchors = resolve_anchors(responses, index.benchmarks, index.benchmark_of_item, n_dims, spec)

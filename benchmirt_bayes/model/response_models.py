@@ -33,6 +33,7 @@ from benchmirt_bayes.model.fused_likelihood import encode_responses, fused_logli
 from benchmirt_bayes.model.spec import ModelSpec, load_spec
 
 LikelihoodForm = Literal["fused", "dense", "cells"]
+
 CUTPOINT_DIM = "item_cutpoint"
 """Dim of the graded items' cutpoints (labels ``"item|k"``), flattened over items."""
 
@@ -59,7 +60,7 @@ def information_matrix(weight: np.ndarray, loading: np.ndarray) -> np.ndarray:
 
 def mdisc(loading: np.ndarray) -> np.ndarray:
     """Multidimensional discrimination ``‖loading_i‖`` over the last axis (no squared copy)."""
-    values = np.einsum("...k,...k->...", loading, loading)
+    values = np.asarray(np.einsum("...k,...k->...", loading, loading))
     return np.sqrt(values, out=values)
 
 
@@ -87,6 +88,10 @@ class ResponseModel(ABC):
     @abstractmethod
     def expected_score(self, eta: Any, xp: Any = np, **params: Any) -> Any:
         """Expected response given ``η`` (in the response's own units)."""
+
+    @abstractmethod
+    def variance(self, eta: Any, **params: Any) -> np.ndarray:
+        """Variance of the response given ``η`` (in the response's own units)."""
 
     @abstractmethod
     def log_likelihood(self, y: Any, eta: Any, xp: Any = np, **params: Any) -> Any:
@@ -133,6 +138,13 @@ class ResponseModel(ABC):
         """Highest possible response per item: divides scores onto ``[0, 1]``."""
         return 1.0
 
+    @abstractmethod
+    def log_likelihood_moments(self, eta: Any, **params: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and variance of ``log p(y | η)`` when ``y`` is drawn from the model itself.
+
+        The standardised log-likelihood person-fit statistic ``l_z`` needs them.
+        """
+
     def information(self, eta: np.ndarray, loading: np.ndarray, **params: Any) -> np.ndarray:
         """Fisher information matrices ``w(η) a aᵀ``, shape ``(…, K, K)`` (``eta`` and ``loading`` paired)."""
         return information_matrix(self.information_weight(eta, **params), loading)
@@ -148,6 +160,17 @@ class BinaryLogistic(ResponseModel):
         if xp is np:
             return expit(eta)
         return 1.0 / (1.0 + xp.exp(-eta))
+
+    def variance(self, eta: Any, **params: Any) -> np.ndarray:
+        """``σ(η) (1 − σ(η))``."""
+        return self.information_weight(eta)
+
+    def log_likelihood_moments(self, eta: Any, **params: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``E = p log p + (1 − p) log(1 − p)``, ``Var = p (1 − p) η²`` (``log p − log(1 − p) = η``)."""
+        eta = np.asarray(eta, dtype=float)
+        prob = expit(eta)
+        mean = prob * self.log_likelihood(1.0, eta) + (1.0 - prob) * self.log_likelihood(0.0, eta)
+        return mean, prob * (1.0 - prob) * eta**2
 
     def log_likelihood(self, y: Any, eta: Any, xp: Any = np, **params: Any) -> Any:
         """``y η − log(1 + e^η)``."""
@@ -349,6 +372,14 @@ def _category_probabilities(eta: np.ndarray, cutpoints: np.ndarray) -> np.ndarra
     return upper - np.concatenate([at_least, zeros], axis=-1)
 
 
+def _discrete_moments(prob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of ``log P(y)`` over categories with probabilities ``prob`` (last axis)."""
+    with np.errstate(divide="ignore"):
+        logp = np.where(prob > 0, np.log(np.where(prob > 0, prob, 1.0)), 0.0)
+    mean = (prob * logp).sum(axis=-1)
+    return mean, np.maximum((prob * logp**2).sum(axis=-1) - mean**2, 0.0)
+
+
 def _discrete_information(eta: np.ndarray, cutpoints: np.ndarray) -> np.ndarray:
     """``Σ_k (∂P_k/∂η)² / P_k`` over the categories a set of ordered cutpoints defines."""
     at_least = expit(eta[..., None] - cutpoints)
@@ -382,6 +413,18 @@ class GradedLogistic(ResponseModel):
         if xp is np:
             return expit(eta[..., None] - cutpoints).sum(axis=-1)
         return (1.0 / (1.0 + xp.exp(cutpoints - eta[..., None]))).sum(axis=-1)
+
+    def log_likelihood_moments(self, eta: Any, **params: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Exact sums over the categories."""
+        prob = _category_probabilities(np.asarray(eta, dtype=float), params["cutpoints"])
+        return _discrete_moments(prob)
+
+    def variance(self, eta: Any, **params: Any) -> np.ndarray:
+        """``Σ_k k² P(y = k) − (Σ_k k P(y = k))²``."""
+        prob = _category_probabilities(np.asarray(eta, dtype=float), params["cutpoints"])
+        k = np.arange(prob.shape[-1])
+        mean = (prob * k).sum(axis=-1)
+        return (prob * k**2).sum(axis=-1) - mean**2
 
     def log_likelihood(self, y: Any, eta: Any, xp: Any = np, **params: Any) -> Any:
         """``log(σ(η − c_y) − σ(η − c_{y+1}))`` with ``c_0 = −∞``, ``c_K = +∞``."""
@@ -506,6 +549,16 @@ class OrderedBeta(ResponseModel):
         mean = 1.0 / (1.0 + xp.exp(-eta))
         return p_one + (p_above_zero - p_one) * mean
 
+    def variance(self, eta: Any, **params: Any) -> np.ndarray:
+        """``E[y²] − E[y]²`` with ``E[y²] = P(1) + P(0 < y < 1) (μ(1 − μ)/(φ + 1) + μ²)``."""
+        eta = np.asarray(eta, dtype=float)
+        p_above_zero, p_one = self._parts(eta, params["cutpoints"])
+        mean, precision = expit(eta), params["precision"]
+        inside = p_above_zero - p_one
+        first = p_one + inside * mean
+        second = p_one + inside * (mean * (1.0 - mean) / (precision + 1.0) + mean**2)
+        return second - first**2
+
     def log_likelihood(self, y: Any, eta: Any, xp: Any = np, **params: Any) -> Any:
         """Log probability of the 0 / interior / 1 part, plus the beta log density inside."""
         lower, upper = _category_bounds(_continuous_part(y), params["cutpoints"], xp)
@@ -519,6 +572,39 @@ class OrderedBeta(ResponseModel):
         mean = 1.0 / (1.0 + xp.exp(-eta))
         density = _beta_log_density(safe, mean, precision, xp)
         return interval_log_probability(lower, upper, eta, xp) + xp.where(inside, density, 0.0)
+
+    def log_likelihood_moments(self, eta: Any, **params: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Exact: the three parts' log probabilities plus, inside, the beta log density's moments.
+
+        For ``D = log Beta(y | α, β)``: ``E[D] = −H(Beta(α, β))`` and ``Var[D] = (α−1)² Var[log y]
+        + (β−1)² Var[log(1−y)] + 2(α−1)(β−1) Cov`` with ``Var[log y] = ψ₁(α) − ψ₁(α+β)``,
+        ``Var[log(1−y)] = ψ₁(β) − ψ₁(α+β)``, ``Cov = −ψ₁(α+β)``.
+        """
+        from scipy.special import betaln, digamma, polygamma
+
+        eta = np.asarray(eta, dtype=float)
+        p_above_zero, p_one = self._parts(eta, params["cutpoints"])
+        parts = np.stack([1.0 - p_above_zero, p_above_zero - p_one, p_one], axis=-1)
+        with np.errstate(divide="ignore"):
+            logp = np.where(parts > 0, np.log(np.where(parts > 0, parts, 1.0)), 0.0)
+        mean_mu, precision = expit(eta), params["precision"]
+        alpha, beta = mean_mu * precision, (1.0 - mean_mu) * precision
+        total = alpha + beta
+        d_mean = (
+            -betaln(alpha, beta)
+            + (alpha - 1) * (digamma(alpha) - digamma(total))
+            + (beta - 1) * (digamma(beta) - digamma(total))
+        )
+        tri = polygamma(1, total)
+        d_var = (
+            (alpha - 1) ** 2 * (polygamma(1, alpha) - tri)
+            + (beta - 1) ** 2 * (polygamma(1, beta) - tri)
+            - 2 * (alpha - 1) * (beta - 1) * tri
+        )
+        inside = parts[..., 1]
+        mean = (parts * logp).sum(axis=-1) + inside * d_mean
+        second = (parts * logp**2).sum(axis=-1) + inside * (2 * logp[..., 1] * d_mean + d_var + d_mean**2)
+        return mean, np.maximum(second - mean**2, 0.0)
 
     def score_residual(self, y: Any, eta: Any, **params: Any) -> np.ndarray:
         """Interval part ``1 − σ(a) − σ(b)`` plus, inside, ``φ μ(1 − μ)(logit y − ψ(μφ) + ψ((1 − μ)φ))``."""
@@ -656,6 +742,22 @@ class BinomialLogistic(ResponseModel):
     def expected_score(self, eta: Any, xp: Any = np, **params: Any) -> Any:
         """``n σ(η)``."""
         return params["n_trials"] * BINARY.expected_score(eta, xp)
+
+    def variance(self, eta: Any, **params: Any) -> np.ndarray:
+        """``n σ(η)(1 − σ(η))``."""
+        return self.information_weight(eta, **params)
+
+    def log_likelihood_moments(self, eta: Any, **params: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Exact sums over ``k = 0 … n``."""
+        eta = np.asarray(eta, dtype=float)
+        n = np.asarray(params["n_trials"], dtype=float)
+        k = np.arange(int(np.max(n)) + 1, dtype=float)
+        shape = np.broadcast_shapes(eta.shape, n.shape)
+        logp = self.log_likelihood(
+            k, np.broadcast_to(eta, shape)[..., None], n_trials=np.broadcast_to(n, shape)[..., None]
+        )
+        prob = np.where(k <= np.broadcast_to(n, shape)[..., None], np.exp(logp), 0.0)
+        return _discrete_moments(prob)
 
     def log_likelihood(self, y: Any, eta: Any, xp: Any = np, **params: Any) -> Any:
         """``y η − n log(1 + e^η) + log C(n, y)``."""

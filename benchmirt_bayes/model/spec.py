@@ -10,7 +10,9 @@ nested dict of overrides applied to the default exploratory spec.
 from __future__ import annotations
 
 import copy
+import difflib
 import json
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -265,6 +267,47 @@ def load_spec(spec: str | Path | ModelSpec | Mapping[str, Any] | None = None) ->
     return result
 
 
+MAX_PRIOR_SCALE = 100.0
+"""Largest prior scale or location a spec may give: on the logit scale, anything larger is
+absurd (and overflows the samplers), so it is an error rather than a silent failure later."""
+
+
+def _number_problem(key: str, value: float) -> str | None:
+    """Why a numeric field is unusable, or ``None``: finite, locations within ±100, scales in (0, 100]."""
+    try:
+        number = float(value)
+    except OverflowError:
+        return f"is too large (more than {MAX_PRIOR_SCALE:g})"
+    if not math.isfinite(number):
+        return "must be a finite number"
+    if key.endswith("_mu"):
+        return None if abs(number) <= MAX_PRIOR_SCALE else f"must lie within ±{MAX_PRIOR_SCALE:g}"
+    if number <= 0:
+        return "must be positive"
+    if number > MAX_PRIOR_SCALE:
+        return f"is absurdly large for a prior scale on the logit scale (at most {MAX_PRIOR_SCALE:g})"
+    return None
+
+
+def check_pattern_benchmarks(spec: ModelSpec, benchmarks: list[str]) -> None:
+    """Raise ValueError when a confirmatory pattern names benchmarks the data does not have.
+
+    A misspelled name would otherwise leave the real benchmark out of the pattern, free to
+    load on every dimension; the message suggests the closest benchmark.
+    """
+    unknown = [b for b in spec.pattern if b not in benchmarks]
+    if not unknown:
+        return
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, benchmarks, n=1)
+        hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise ValueError(
+        f"model spec {spec.name!r}: confirmatory.pattern names benchmark(s) not in the data: "
+        f"{', '.join(hints)}; the data's benchmarks are {benchmarks}"
+    )
+
+
 def validate_spec(spec: ModelSpec) -> None:
     """Check sections, field names and types; raise one ValueError listing every problem."""
     problems = []
@@ -278,9 +321,10 @@ def validate_spec(spec: ModelSpec) -> None:
                 problems.append(f"unknown field {section}.{key} (known: {sorted(_SECTIONS[section])})")
             elif not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
                 problems.append(f"{section}.{key} = {value!r} has the wrong type")
-            elif isinstance(value, int | float) and not isinstance(value, bool) and not key.endswith("_mu"):
-                if value <= 0:
-                    problems.append(f"{section}.{key} must be positive, got {value}")
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                problem = _number_problem(key, value)
+                if problem:
+                    problems.append(f"{section}.{key} = {value!r} {problem}")
     for section in ("ability", "loading", "intercept"):
         given = set(spec.settings.get(section, {})) | set(_OPTIONAL.get(section, {}))
         missing = set(_SECTIONS[section]) - given

@@ -13,6 +13,8 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from benchmirt_bayes.diagnostics.stability import restart_means
+from benchmirt_bayes.model.response_models import linear_predictor
+from benchmirt_bayes.posterior import response_layout, thinned_draws, type_parameters
 
 
 def diagnostic_quantities(
@@ -393,5 +395,82 @@ def plot_adaptive_error(errors) -> Figure:
     ax.set_ylabel("ability error (Euclidean)")
     ax.set_title("Adaptive testing: error of the ability estimate")
     ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_item_curves(
+    posterior: xr.DataTree,
+    items: list[str] | np.ndarray,
+    *,
+    dimension: str | None = None,
+    n_draws: int = 100,
+    interval: float = 0.9,
+    seed: int = 0,
+) -> Figure:
+    """Item characteristic curves (left) and item information curves (right), with intervals.
+
+    Along one ability dimension with the others held at 0 (the fitted LLMs' mean): the
+    expected score on ``[0, 1]`` (the probability of a correct answer for binary items) and
+    the Fisher information about that dimension, each as the posterior median over draws
+    with an equal-tailed ``interval`` band (R ``mirt``'s ``itemplot`` types ``trace`` and
+    ``info``, with uncertainty).
+
+    Parameters
+    ----------
+    posterior
+        A fit.
+    items
+        Item ids (a handful: one curve each).
+    dimension
+        Dimension along which ability varies (default: the one the first item loads on most).
+    n_draws, interval, seed
+        Posterior draws used, band width, seed of the draw subsample.
+
+    """
+    items = np.asarray(items, dtype=str)
+    draws = thinned_draws(posterior, n_draws, seed=seed)
+    known = draws["item"].values.astype(str)
+    unknown = sorted(set(items) - set(known))
+    if unknown or items.size == 0:
+        raise KeyError(f"unknown item(s): {unknown[:10]}" if unknown else "no items given")
+    loading = draws["loading"].sel(item=items).transpose("sample_index", "item", "dimension").values
+    intercept = draws["intercept"].sel(item=items).transpose("sample_index", "item").values
+    dims = [str(d) for d in draws["dimension"].values]
+    if dimension is not None and dimension not in dims:
+        raise KeyError(f"unknown dimension {dimension!r}; available: {dims}")
+    k = dims.index(dimension) if dimension is not None else int(np.argmax(np.abs(loading[:, 0].mean(0))))
+    layout = response_layout(posterior)
+    columns = np.array([int(np.flatnonzero(known == item)[0]) for item in items])
+    sub_layout = layout.take(columns)
+    params = layout.take_parameters(type_parameters(layout, draws), columns)
+    grid = np.linspace(-3.5, 3.5, 141)
+    theta = np.zeros((grid.size, len(dims)))
+    theta[:, k] = grid
+    eta = linear_predictor(theta, loading, intercept)  # (draw, grid, item)
+    score = sub_layout.expected_score(eta, params)
+    information = sub_layout.information_weight(eta, params) * loading[:, None, :, k] ** 2
+    tail = (1 - interval) / 2
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for j, item in enumerate(items):
+        for ax, values in zip(axes, (score[..., j], information[..., j]), strict=True):
+            median = np.median(values, axis=0)
+            (line,) = ax.plot(grid, median, lw=1.6, label=item)
+            ax.fill_between(
+                grid,
+                np.quantile(values, tail, axis=0),
+                np.quantile(values, 1 - tail, axis=0),
+                color=line.get_color(),
+                alpha=0.18,
+            )
+    axes[0].set_ylim(0, 1)
+    axes[0].set_ylabel("expected score (share of the item's maximum)")
+    axes[1].set_ylabel(f"information about {dims[k]}")
+    for ax in axes:
+        ax.set_xlabel(f"ability on {dims[k]} (other dimensions at 0)")
+        ax.grid(alpha=0.3)
+    axes[0].set_title(f"Item characteristic curves (median, {interval:.0%} interval)", fontsize=10)
+    axes[1].set_title("Item information curves", fontsize=10)
+    axes[1].legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig

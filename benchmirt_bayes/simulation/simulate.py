@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +22,15 @@ from benchmirt_bayes.model.response_models import (
     linear_predictor,
     mdisc,
     multidimensional_difficulty,
+)
+from benchmirt_bayes.simulation.audit_plants import (
+    FOCAL_FAMILY,
+    AuditPlan,
+    PlantedAbilities,
+    contaminate,
+    dif_shifts,
+    flip_keys,
+    plant_abilities,
 )
 
 DIMENSIONS = ("safety", "reasoning")
@@ -120,6 +130,7 @@ def simulate_benchmirt(
     ability_correlation: float = 0.3,
     min_items_per_subgroup: int = 4,
     response_types: Mapping[str, str] | str | None = None,
+    audits: AuditPlan | None = None,
 ) -> SimulatedBenchmark:
     """Simulate the BenchMIRT-scale data set with the published findings planted.
 
@@ -146,6 +157,12 @@ def simulate_benchmirt(
         tries; the truth then holds their parameters under the posterior's names
         (``cutpoint``, ``continuous_cutpoints``, ``continuous_precision``). ``None``
         (default): every item binary, the same data as always for a seed.
+    audits
+        Findings to plant for the audits (:class:`AuditPlan`: base/modified pairs,
+        contaminated LLM × benchmark cells, DIF items, flipped keys), drawn from a random
+        stream of their own; the LLMs then carry metadata ``family``, ``variant`` and
+        ``base_of``, and the truth records every planted finding (``pair_base``,
+        ``pair_modified``, ``pair_shift``, ``contaminated``, ``dif_shift``, ``flipped``).
 
     Returns
     -------
@@ -201,14 +218,29 @@ def simulate_benchmirt(
         benchmarks_arr,
     )
     type_truth = _type_parameters(layout, rng)
+    llms = np.array([f"llm_{j:03d}" for j in range(n_llms)])
+    plan = audits if audits is not None and audits.any else None
+    if plan is not None:
+        plant_rng = np.random.default_rng([seed, 20240])
+        planted = plant_abilities(plan, ability, llms, plant_rng)
+        ability, llms = planted.ability, planted.llms.astype(str)
+        binary = types == "binary"
+        dif_logit, dif_per_item = dif_shifts(plan, planted.family, binary, intercept, plant_rng)
     eta = linear_predictor(ability, loading, intercept)
+    if plan is not None:
+        eta = eta + dif_logit
     responses = layout.draw(eta, layout.parameters(type_truth), rng)
+    if plan is not None:
+        contaminated = contaminate(
+            plan, responses, ability, loading, intercept, benchmarks_arr, binary, n_llms, plant_rng
+        )
+        groups = np.char.add(np.char.add(benchmarks_arr.astype(str), "/"), np.array(subgroups, dtype=str))
+        flipped = flip_keys(plan, responses, binary, loading, groups, plant_rng)
     responses[rng.random(responses.shape) < missing_share] = np.nan
     # every LLM and item keeps at least one observation
     empty = np.isnan(responses).all(axis=0)
     responses[0, empty] = layout.score_scale[empty]
 
-    llms = np.array([f"llm_{j:03d}" for j in range(n_llms)])
     item_ids = np.array(items)
     coords = {
         LLM_DIM: llms,
@@ -217,6 +249,10 @@ def simulate_benchmirt(
         "subgroup": (ITEM_DIM, np.array(subgroups)),
         "category": (ITEM_DIM, np.array(kinds)),
     }
+    if plan is not None:
+        coords["family"] = (LLM_DIM, planted.family.astype(str))
+        coords["variant"] = (LLM_DIM, planted.variant.astype(str))
+        coords["base_of"] = (LLM_DIM, planted.base_of.astype(str))
     if not layout.is_binary:
         coords["response_type"] = (ITEM_DIM, types)
         coords["n_categories"] = (ITEM_DIM, layout.n_categories)
@@ -234,12 +270,36 @@ def simulate_benchmirt(
         coords={**coords, "dimension": list(DIMENSIONS)},
         attrs={"seed": seed, "scale": scale, "n_llms": n_llms, "missing_share": missing_share},
     )
+    if plan is not None:
+        truth = truth.merge(_planted_truth(planted, contaminated, dif_per_item, flipped, benchmarks_arr))
+        truth.attrs["audit_plan"] = json.dumps(dataclasses.asdict(plan))
     if not layout.is_binary:
         truth = truth.merge(_type_truth_dataset(layout, item_ids, type_truth))
         typed = types != "binary"
         declared = dict(zip(benchmarks_arr[typed], types[typed], strict=True))
         truth.attrs["response_types"] = json.dumps(declared)
     return SimulatedBenchmark(matrix, truth)
+
+
+def _planted_truth(
+    planted: PlantedAbilities,
+    contaminated: np.ndarray,
+    dif_per_item: np.ndarray,
+    flipped: np.ndarray,
+    benchmarks: np.ndarray,
+) -> xr.Dataset:
+    """The planted findings as truth variables."""
+    return xr.Dataset(
+        {
+            "pair_base": (("pair",), np.array([a for a, _ in planted.pairs], dtype=object)),
+            "pair_modified": (("pair",), np.array([b for _, b in planted.pairs], dtype=object)),
+            "pair_shift": (("pair", "dimension"), planted.pair_shift),
+            "contaminated": ((LLM_DIM, "truth_benchmark"), contaminated),
+            "dif_shift": ((ITEM_DIM,), dif_per_item),
+            "flipped": ((ITEM_DIM,), flipped),
+        },
+        coords={"truth_benchmark": list(dict.fromkeys(benchmarks)), "dif_focal_family": FOCAL_FAMILY},
+    )
 
 
 def _item_types(benchmarks: np.ndarray, response_types: Mapping[str, str] | str | None) -> np.ndarray:

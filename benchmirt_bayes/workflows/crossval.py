@@ -35,7 +35,13 @@ from benchmirt_bayes.analyses.metrics import LOWER_IS_BETTER, calibration_table,
 from benchmirt_bayes.batch import ExecutorArg, fields_fingerprint, run_batch
 from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.inference.fit import fit_posterior, resolve_settings
-from benchmirt_bayes.inference.settings import AdviSettings, FitSettings, Method, NutsSettings
+from benchmirt_bayes.inference.settings import (
+    AdviSettings,
+    FitSettings,
+    Method,
+    NutsSettings,
+    coerce_settings,
+)
 from benchmirt_bayes.model.spec import ModelSpec
 
 
@@ -92,21 +98,23 @@ def fold_fit_request(
     nuts: NutsSettings | Mapping[str, Any] | None = None,
     advi: AdviSettings | Mapping[str, Any] | None = None,
     spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
-    likelihood: str = "cells",
+    likelihood: str = "auto",
 ) -> tuple[FitSettings, str]:
     """Check how fold fits are made and return the settings and their JSON for :class:`CVFitTask`.
 
-    ADVI fold fits default to 100 draws from the approximation. The likelihood form is
-    stored as asked and resolved per fold, on the fold's own matrix.
+    ADVI fold fits default to 100 draws from the approximation. The likelihood form and
+    ``"auto"`` NUTS settings are stored as asked and resolved per fold, on the fold's own
+    matrix.
     """
     if method in ("advi", "fullrank_advi") and advi is None:
         advi = AdviSettings(draws=100)
     settings = resolve_settings(
         responses, n_dims, method=method, nuts=nuts, advi=advi, spec=spec, likelihood="cells"
     )
+    asked = coerce_settings(nuts, NutsSettings, "nuts") if settings.nuts is not None else None
     request = {
         "method": method,
-        "nuts": asdict(settings.nuts) if settings.nuts is not None else None,
+        "nuts": asdict(asked) if asked is not None else None,
         "advi": asdict(settings.advi) if settings.advi is not None else None,
         "spec": settings.spec_json,
         "likelihood": likelihood,
@@ -124,7 +132,7 @@ def cross_validate(
     nuts: NutsSettings | Mapping[str, Any] | None = None,
     advi: AdviSettings | Mapping[str, Any] | None = None,
     spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
-    likelihood: Literal["auto", "fused", "dense", "cells"] = "cells",
+    likelihood: Literal["auto", "fused", "dense", "cells"] = "auto",
     seed: int = 42,
     category: str | None = None,
     reveal_share: float = 0.5,
@@ -268,6 +276,15 @@ class DimensionChoice:
         return f"recommended n_dims = {self.n_dims} ({self.rule})\n{self.table.to_string()}"
 
 
+def _fold_values(cv: CrossValidation, metric: str) -> pd.DataFrame:
+    """``(fold, n_dims)`` values of a pooled metric of the MIRT models."""
+    table = cv.table[(cv.table["metric"] == metric) & (cv.table["benchmark"] == "all")]
+    table = table[table["model"].str.match(r"mirt_\d+d$")]
+    wide = table.pivot_table(index="fold", columns="model", values="value", aggfunc="mean")
+    wide.columns = [int(c.removeprefix("mirt_").removesuffix("d")) for c in wide.columns]
+    return wide
+
+
 def choose_n_dims(
     data: ResponseMatrix | CrossValidation,
     *,
@@ -276,13 +293,18 @@ def choose_n_dims(
     fits: Mapping[int, xr.DataTree] | None = None,
     **cv_kwargs: Any,
 ) -> DimensionChoice:
-    """Recommend the number of dimensions from held-out prediction (one-standard-error rule).
+    """Recommend the number of dimensions from held-out prediction (a paired one-SE rule).
 
-    The recommendation is the smallest ``n_dims`` whose mean held-out
-    ``metric`` over folds is within one standard error (of the best model's
-    fold means) of the best. Pass a :class:`CrossValidation` to reuse folds
-    already fitted, or a :class:`ResponseMatrix` to run :func:`cross_validate`
-    (``cv_kwargs`` are passed on; use ``executor=`` to run the sweep on a cluster).
+    The best model has the best mean held-out ``metric`` over folds. Every model is compared
+    with it fold by fold (the same held-out cells, LLMs or items): the recommendation is the
+    smallest ``n_dims`` whose mean paired difference to the best is within one standard
+    error *of that paired difference*. Pairing removes the fold-to-fold spread that all
+    models share (some folds are harder), which in the held-out-LLM scheme dwarfs the
+    differences between models; an unpaired SE let a model that lost in four folds of five
+    look as good as the winner. ``wins`` counts the folds in which a model beats the best
+    one. Pass a :class:`CrossValidation` to reuse folds already fitted, or a
+    :class:`ResponseMatrix` to run :func:`cross_validate` (``cv_kwargs`` are passed on; use
+    ``executor=`` to run the sweep on a cluster).
 
     ``fits`` (``{n_dims: posterior}`` on the full data, ideally NUTS) adds PSIS-LOO
     columns (:func:`psis_loo`) to the table, where it is feasible; they inform but do
@@ -291,8 +313,9 @@ def choose_n_dims(
     Returns
     -------
     DimensionChoice
-        ``n_dims``, the table behind it (mean, se, difference to the best, and
-        ``elpd_loo`` / ``elpd_loo_se`` / ``p_loo`` / ``share_k_above_0.7`` with ``fits``) and the rule.
+        ``n_dims``, the table behind it (mean, unpaired se, ``paired_difference`` and
+        ``paired_se`` against the best, ``wins`` and ``folds``, and ``elpd_loo`` /
+        ``elpd_loo_se`` / ``p_loo`` / ``share_k_above_0.7`` with ``fits``) and the rule.
 
     """
     if isinstance(data, ResponseMatrix):
@@ -308,17 +331,23 @@ def choose_n_dims(
     rows["n_dims"] = rows["model"].str.extract(r"mirt_(\d+)d")[0].astype(int)
     rows = rows.sort_values("n_dims").set_index("n_dims")
     sign = 1.0 if LOWER_IS_BETTER.get(metric, True) else -1.0
-    best = (sign * rows["mean"]).idxmin()
-    threshold = sign * rows.loc[best, "mean"] + rows.loc[best, "se"]
-    eligible = rows.index[(sign * rows["mean"]) <= threshold]
+    best = int((sign * rows["mean"]).idxmin())
+    per_fold = _fold_values(cv, metric)  # (fold, n_dims)
+    difference = sign * (per_fold.sub(per_fold[best], axis=0))  # > 0: worse than the best
+    rows["paired_difference"] = sign * difference.mean()
+    rows["paired_se"] = difference.std(ddof=1) / np.sqrt(difference.count())
+    rows["wins"] = (difference < 0).sum()
+    rows["folds"] = difference.count()
+    eligible = rows.index[(difference.mean() <= rows["paired_se"].fillna(0.0)) | (rows.index == best)]
     choice = int(eligible.min())
     rows["difference_to_best"] = rows["mean"] - rows.loc[best, "mean"]
     rows["within_one_se"] = rows.index.isin(eligible)
     rule = (
-        f"smallest n_dims with mean held-out {metric} within one SE of the best "
-        f"(best: {best} dims, {rows.loc[best, 'mean']:.4f} ± {rows.loc[best, 'se']:.4f})"
+        f"smallest n_dims whose mean held-out {metric} is within one paired SE of the best's, "
+        f"fold by fold (best: {best} dims, {rows.loc[best, 'mean']:.4f})"
     )
-    table = rows[["mean", "se", "lower", "upper", "difference_to_best", "within_one_se"]].copy()
+    columns = ["mean", "se", "lower", "upper", "difference_to_best", "paired_difference", "paired_se"]
+    table = rows[[*columns, "wins", "folds", "within_one_se"]].copy()
     for d, fit in (fits or {}).items():
         loo = psis_loo(fit)
         table.loc[int(d), ["elpd_loo", "elpd_loo_se", "p_loo", "share_k_above_0.7"]] = [

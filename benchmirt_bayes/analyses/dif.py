@@ -1,0 +1,207 @@
+"""Differential item functioning between LLM groups: ``differential_item_functioning``.
+
+An item functions differently for a group of LLMs (a family, reasoning models, base models)
+when, at equal ability, the group succeeds on it more or less often than the model says.
+For every posterior draw and item the focal group's logits on the item get a shift ``δ``
+(uniform DIF) beside a shift ``c`` shared by every LLM (the fitted intercept has absorbed
+part of any group difference, so ``δ`` must be the contrast, not the remainder): both are
+estimated at the mode of the item's log-likelihood with the abilities and items of that
+draw held fixed (a few Newton steps with the response-model layer's score and information,
+under wide ``N(0, 3²)`` priors that only keep a group that solves every item finite), and
+the variance of ``δ`` is read from the inverse information. The draws' estimates
+are pooled (mean, and total variance within plus between draws), so the uncertainty of the
+abilities and of the items is carried.
+
+Thousands of items need a false-discovery control. Across items the estimates follow a
+two-group model, ``δ̂_i ~ π₀ N(0, s_i²) + (1 − π₀) N(0, s_i² + τ²)``, fitted by maximum
+likelihood; each item's local false-discovery rate ``lfdr_i`` is the posterior probability
+of the null component, ``p_dif = 1 − lfdr_i``, and the flagged items are the largest set
+whose mean ``lfdr`` is at most ``fdr`` (the Bayesian FDR; Efron 2008, Müller et al. 2004).
+With no DIF at all the fit puts π₀ at 1 and flags nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy.stats import norm
+
+from benchmirt_bayes.analyses.predictive import DrawCells
+
+PRIOR_SD = 3.0
+NEWTON_STEPS = 8
+
+
+def differential_item_functioning(
+    posterior: xr.DataTree,
+    group: str | Mapping[str, str],
+    *,
+    focal: str | None = None,
+    fdr: float = 0.1,
+    n_draws: int = 50,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Items that behave differently for one group of LLMs at equal ability.
+
+    Parameters
+    ----------
+    posterior
+        A fit whose data carry LLM metadata (``load_responses(..., llm_metadata=...)``).
+    group
+        The LLM coordinate that defines the groups (``"family"``), or a mapping LLM → group.
+    focal
+        The group compared with all other LLMs (default: every group in turn).
+    fdr
+        Level of the Bayesian false-discovery control over items (per focal group).
+    n_draws
+        Posterior draws used.
+    seed
+        Seed of the draw subsample.
+
+    Returns
+    -------
+    DataFrame
+        One row per (focal group, item): ``focal``, ``item``, ``benchmark``, ``n_focal``
+        (focal LLMs that answered), ``delta`` (posterior mean shift of the focal group's
+        logit, > 0: easier for the group), ``delta_sd``, ``lfdr``, ``p_dif``,
+        ``flagged`` and ``z = delta / delta_sd``. Sorted by focal group, then ``lfdr``,
+        then ``|z|``. The two-group fit (``pi0``,
+        ``tau``) per focal group is in ``.attrs["two_group"]``.
+
+    """
+    if not 0 < fdr < 1:
+        raise ValueError(f"fdr must be in (0, 1), got {fdr!r}")
+    cells = DrawCells(posterior, n_draws=n_draws, seed=seed)
+    responses, layout = cells.responses, cells.layout
+    labels = _llm_groups(responses, group)
+    levels = [focal] if focal is not None else list(pd.unique(labels))
+    if focal is not None and focal not in set(labels):
+        raise KeyError(f"no LLM is in group {focal!r}; groups: {sorted(set(labels))}")
+    observed = responses.observed
+    y = np.where(observed, responses.values, 0.0)
+    estimates = {level: [] for level in levels}
+    for eta, params in cells:
+        for level in levels:
+            in_focal = (labels == level)[:, None] & observed
+            estimates[level].append(_shift_estimate(layout, y, eta, params, observed, in_focal))
+    frames, fits = [], {}
+    for level in levels:
+        means = np.stack([m for m, _ in estimates[level]])  # (draw, item)
+        variances = np.stack([v for _, v in estimates[level]])
+        delta = means.mean(axis=0)
+        delta_sd = np.sqrt(variances.mean(axis=0) + means.var(axis=0))
+        n_focal = ((labels == level)[:, None] & observed).sum(axis=0)
+        usable = n_focal > 0
+        pi0, tau = _two_group_fit(delta[usable], delta_sd[usable])
+        lfdr = np.ones_like(delta)
+        lfdr[usable] = _local_fdr(delta[usable], delta_sd[usable], pi0, tau)
+        flagged = bayesian_fdr_selection(lfdr, fdr)
+        fits[level] = {"pi0": pi0, "tau": tau}
+        strength = np.abs(delta) / delta_sd
+        frames.append(
+            pd.DataFrame(
+                {
+                    "focal": level,
+                    "item": responses.items.astype(str),
+                    "benchmark": responses.benchmarks.astype(str),
+                    "n_focal": n_focal,
+                    "delta": delta,
+                    "delta_sd": delta_sd,
+                    "lfdr": lfdr,
+                    "p_dif": 1.0 - lfdr,
+                    "flagged": flagged,
+                    "z": np.where(delta >= 0, 1.0, -1.0) * strength,
+                }
+            )
+            .assign(_strength=strength)
+            .sort_values(["lfdr", "_strength"], ascending=[True, False], kind="stable")
+            .drop(columns="_strength")
+        )
+    table = pd.concat(frames, ignore_index=True)
+    table.attrs = {"two_group": fits, "fdr": fdr, "group": group if isinstance(group, str) else "mapping"}
+    return table
+
+
+def _llm_groups(responses, group: str | Mapping[str, str]) -> np.ndarray:
+    llms = responses.llms.astype(str)
+    if isinstance(group, str):
+        if group not in responses.llm_coords:
+            raise KeyError(
+                f"the fit's data have no LLM metadata {group!r} (LLM metadata: {responses.llm_coords}); "
+                "load it with load_responses(..., llm_metadata=...) before fitting, or pass a mapping"
+            )
+        return responses.data[group].values.astype(str)
+    missing = [llm for llm in llms if llm not in group]
+    if missing:
+        raise KeyError(f"{len(missing)} LLM(s) have no group: {missing[:10]}")
+    return np.array([str(group[llm]) for llm in llms])
+
+
+def _shift_estimate(layout, y, eta, params, observed, in_focal) -> tuple[np.ndarray, np.ndarray]:
+    """Per item: mode and variance of the focal group's logit shift ``δ`` (one draw).
+
+    Each item also gets a shift ``c`` common to every LLM: the fitted intercept has already
+    moved part of the way towards the focal group's responses, and ``δ`` must be the
+    contrast between the groups, not what is left over. Newton on ``(c, δ)`` per item, the
+    variance of ``δ`` from the inverse of the 2 × 2 information.
+    """
+    everyone = observed.astype(float)
+    focal = in_focal.astype(float)
+    common = np.zeros(eta.shape[1])
+    delta = np.zeros(eta.shape[1])
+    prior = 1.0 / PRIOR_SD**2
+    for _ in range(NEWTON_STEPS):
+        shifted = eta + common[None, :] + focal * delta[None, :]
+        residual = layout.score_residual(y, shifted, params, expand=0)
+        weight = layout.information_weight(shifted, params, expand=0)
+        g_c = (everyone * residual).sum(axis=0) - prior * common
+        g_d = (focal * residual).sum(axis=0) - prior * delta
+        h_cc = (everyone * weight).sum(axis=0) + prior
+        h_dd = (focal * weight).sum(axis=0) + prior
+        h_cd = (focal * weight).sum(axis=0)
+        det = h_cc * h_dd - h_cd**2
+        common = common + np.clip((h_dd * g_c - h_cd * g_d) / det, -2.0, 2.0)
+        delta = delta + np.clip((h_cc * g_d - h_cd * g_c) / det, -2.0, 2.0)
+    shifted = eta + common[None, :] + focal * delta[None, :]
+    weight = layout.information_weight(shifted, params, expand=0)
+    h_cc = (everyone * weight).sum(axis=0) + prior
+    h_dd = (focal * weight).sum(axis=0) + prior
+    h_cd = (focal * weight).sum(axis=0)
+    return delta, h_cc / (h_cc * h_dd - h_cd**2)
+
+
+def _two_group_fit(delta: np.ndarray, sd: np.ndarray) -> tuple[float, float]:
+    """Maximum-likelihood ``(π₀, τ)`` of the null / non-null mixture on a grid."""
+    if delta.size == 0:
+        return 1.0, 0.0
+    best = (-np.inf, 1.0, 0.0)
+    null = norm.logpdf(delta, 0.0, sd)
+    for tau in np.geomspace(0.05, 5.0, 40):
+        alternative = norm.logpdf(delta, 0.0, np.sqrt(sd**2 + tau**2))
+        for pi0 in np.linspace(0.5, 1.0, 51):
+            with np.errstate(divide="ignore"):
+                value = np.logaddexp(np.log(pi0) + null, np.log1p(-pi0) + alternative).sum()
+            if value > best[0]:
+                best = (value, pi0, tau)
+    return float(best[1]), float(best[2])
+
+
+def _local_fdr(delta: np.ndarray, sd: np.ndarray, pi0: float, tau: float) -> np.ndarray:
+    if pi0 >= 1.0:
+        return np.ones_like(delta)
+    null = np.log(pi0) + norm.logpdf(delta, 0.0, sd)
+    alternative = np.log1p(-pi0) + norm.logpdf(delta, 0.0, np.sqrt(sd**2 + tau**2))
+    return np.exp(null - np.logaddexp(null, alternative))
+
+
+def bayesian_fdr_selection(lfdr: np.ndarray, level: float) -> np.ndarray:
+    """The largest set of smallest-lfdr items whose mean lfdr is at most ``level``."""
+    order = np.argsort(lfdr, kind="stable")
+    running = np.cumsum(lfdr[order]) / np.arange(1, lfdr.size + 1)
+    keep = int(np.sum(running <= level))
+    flagged = np.zeros(lfdr.size, dtype=bool)
+    flagged[order[:keep]] = True
+    return flagged

@@ -1,0 +1,131 @@
+"""Aberrant responses: person fit per LLM × benchmark (``person_fit``).
+
+An LLM whose answers on a benchmark do not fit the picture (hard items right and easy ones
+wrong: it has seen the items, or it was scored by another rule) gets a low standardised
+log-likelihood
+
+``l_z = (l₀ − E[l₀]) / SD[l₀]``, ``l₀ = Σ_i log p(y_ji | θ_j, item_i)``
+
+over the benchmark's observed items (Drasgow, Levine & Williams 1985; any response type,
+with the moments from the response-model layer). It is computed for every posterior draw,
+with the LLM's abilities and the items of that draw, and compared with the same statistic
+on responses replicated from the model under that draw: the posterior predictive p-value
+``P(l_z^rep ≤ l_z^obs)`` is small when the observed pattern is less likely than what the
+model itself produces. Flagged cells have ``p_value < alpha``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from benchmirt_bayes.analyses.predictive import DrawCells
+
+DEFAULT_ALPHA = 0.01
+"""Default flagging threshold on the posterior predictive p-value. Measured on clean
+simulations (`benchmarks/audit_calibration.py`): see :func:`person_fit` for the rates."""
+
+
+def person_fit(
+    posterior: xr.DataTree,
+    *,
+    by: str = "benchmark",
+    alpha: float = DEFAULT_ALPHA,
+    n_draws: int = 100,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Standardised log-likelihood ``l_z`` and its posterior predictive p-value per LLM × group.
+
+    Parameters
+    ----------
+    posterior
+        A fit.
+    by
+        Item coordinate that forms the groups (``"benchmark"``, ``"subgroup"``...).
+    alpha
+        Cells with ``p_value < alpha`` are flagged ``aberrant``. The default 0.01 was chosen
+        on clean simulations at the built-in scale, where its false-positive rate is below
+        1 % of cells and its recall of contaminated cells (the hardest 30 % of a
+        benchmark answered correctly) is above 0.9; ``benchmarks/audit_calibration.py``
+        measures both on the current code (README, "Audits").
+    n_draws
+        Posterior draws used, each with one replicated data set.
+    seed
+        Seed of the draw subsample and of the replicated responses.
+
+    Returns
+    -------
+    DataFrame
+        One row per (LLM, group) with observed items: ``llm``, ``group``, ``n_items``,
+        ``lz`` (posterior mean), ``lz_lower``/``lz_upper`` (5 % and 95 % quantiles over
+        draws), ``p_value``, ``aberrant``, and ``observed_mean`` / ``expected_mean`` (the
+        score on ``[0, 1]`` and the model's expectation). Sorted by ``p_value``, then
+        ``lz``.
+
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    cells = DrawCells(posterior, n_draws=n_draws, seed=seed)
+    responses, layout = cells.responses, cells.layout
+    if by not in responses.item_coords:
+        raise KeyError(f"unknown item coordinate {by!r}; available: {responses.item_coords}")
+    labels = responses.data[by].values.astype(str)
+    if by == "subgroup":
+        labels = np.char.add(np.char.add(responses.benchmarks.astype(str), "/"), labels)
+    groups = list(pd.unique(labels))
+    membership = np.stack([labels == g for g in groups], axis=1).astype(float)  # (item, group)
+    observed = responses.observed
+    y = np.where(observed, responses.values, 0.0)
+    weight = observed.astype(float)
+
+    rng = np.random.default_rng([seed, 23])
+    lz_draws, level_draws = [], []
+    pattern_exceed = level_exceed = expected_sum = 0.0
+    scaled = np.where(observed, responses.scaled_values, 0.0)
+    for eta, params in cells:
+        mean, var = layout.log_likelihood_moments(eta, params, expand=0)
+        replicated = layout.draw(eta, params, rng, expand=0)
+        centre = (weight * mean) @ membership
+        spread = np.sqrt(np.maximum((weight * var) @ membership, 1e-12))
+        lz, lz_rep = (
+            (np.where(observed, layout.log_likelihood(v, eta, params, expand=0), 0.0) @ membership - centre)
+            / spread
+            for v in (y, replicated)
+        )
+        expected = weight * layout.expected_score(eta, params, expand=0)
+        level_sd = np.sqrt(np.maximum((weight * layout.variance(eta, params, expand=0)) @ membership, 1e-12))
+        level = (scaled @ membership - expected @ membership) / level_sd
+        level_rep = (
+            (weight * replicated / layout.score_scale) @ membership - expected @ membership
+        ) / level_sd
+        lz_draws.append(lz)
+        level_draws.append(level)
+        pattern_exceed = pattern_exceed + (lz_rep <= lz)
+        level_exceed = level_exceed + (np.abs(level_rep) >= np.abs(level))
+        expected_sum = expected_sum + expected @ membership
+    lz_all, level_all = np.stack(lz_draws), np.stack(level_draws)  # (draw, llm, group)
+    n = len(cells)
+    count = weight @ membership
+    p_pattern, p_level = pattern_exceed / n, level_exceed / n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        table = pd.DataFrame(
+            {
+                "llm": np.repeat(responses.llms.astype(str), len(groups)),
+                "group": np.tile(np.asarray(groups, dtype=object), responses.n_llms),
+                "n_items": count.ravel().astype(int),
+                "lz": lz_all.mean(axis=0).ravel(),
+                "lz_lower": np.quantile(lz_all, 0.05, axis=0).ravel(),
+                "lz_upper": np.quantile(lz_all, 0.95, axis=0).ravel(),
+                "level_z": level_all.mean(axis=0).ravel(),
+                "p_pattern": p_pattern.ravel(),
+                "p_level": p_level.ravel(),
+                "p_value": np.minimum(1.0, 2 * np.minimum(p_pattern, p_level)).ravel(),
+                "observed_mean": (scaled @ membership / count).ravel(),
+                "expected_mean": (expected_sum / n / count).ravel(),
+            }
+        )
+    table = table[table["n_items"] > 0].copy()
+    table["aberrant"] = table["p_value"] < alpha
+    table.attrs = {"by": by, "alpha": alpha, "n_draws": n}
+    return table.sort_values(["p_value", "lz"]).reset_index(drop=True)

@@ -1,0 +1,514 @@
+"""Result files as evaluation tools publish them, read into one long table.
+
+Each reader returns ``(long, item_metadata)``: a table with columns ``llm``, ``item``,
+``correct`` (one row per LLM × item) and a table ``item, benchmark, subgroup`` (or
+``None``), which :func:`benchmirt_bayes.data.loaders.from_long_frame` then validates like
+any other input. Layouts, as the tools write them:
+
+* **lm-evaluation-harness** (``--log_samples``): ``<output>/<model>/samples_<task>_<date>.jsonl``
+  beside ``results_<date>.json``; a row holds ``doc_id``, ``doc``, ``target``,
+  ``arguments``, ``resps``, ``filtered_resps``, ``filter``, ``metrics`` (the metric
+  names), ``doc_hash``, ``prompt_hash``, ``target_hash`` and one key per metric; tasks
+  with several filters repeat each ``doc_id`` once per filter.
+* **Open LLM Leaderboard details** (Parquet): v2 configs
+  ``<org>__<model>__leaderboard_<bbh|gpqa|math|mmlu_pro|musr|ifeval>_<subtask>`` with
+  ``doc_id``, ``doc``, ``target``, ``filtered_resps`` and the metric column; v1 configs
+  ``harness_<task>_<shots>`` with ``full_prompt`` and ``acc`` / ``acc_norm`` / ``mc1`` or
+  a ``metrics`` struct.
+* **HELM** run folders: ``per_instance_stats.json`` (entries with ``instance_id``,
+  ``perturbation``, ``train_trial_index`` and a ``stats`` list of ``{name: {name, split,
+  …}, count, sum, mean, …}``) beside ``run_spec.json`` and ``scenario_state.json``.
+* **OpenCompass** work folders: ``results/<model>/<dataset>.json`` whose ``details``
+  (written with ``--dump-eval-details``) hold ``correct`` per example, keyed ``"0"``,
+  ``"1"``, … (or a list), beside ``predictions/<model>/<dataset>.json`` with
+  ``origin_prompt``, ``prediction`` and ``gold``.
+* **py-irt** JSON lines: ``{"subject_id": ..., "responses": {item: 0/1}}``.
+
+Ids are kept as written; a metric that is not one number per sample, a sample without
+``doc_id``, an ambiguous filter or trial, and a model with no responses are errors naming
+the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchmirt_bayes.errors import ResponseDataError, limit_listing
+
+LONG_COLUMNS = ["llm", "item", "correct"]
+Reader = Callable[..., tuple[pd.DataFrame, pd.DataFrame | None]]
+
+
+def _task_setting(setting: str | Mapping[str, str] | None, task: str) -> str | None:
+    return setting if setting is None or isinstance(setting, str) else setting.get(task)
+
+
+def _scalar(value: Any) -> float | None:
+    """One number from a per-sample metric value (booleans are 0/1); ``None`` if it is not one."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _json_lines(path: Path) -> list[tuple[int, Any]]:
+    """``(line number, parsed record)``; bad bytes and bad JSON are errors naming the line."""
+    records, problems = [], []
+    for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            records.append((number, json.loads(raw.decode("utf-8"))))
+        except UnicodeDecodeError as exc:
+            problems.append(
+                f"{path.name} line {number}: not UTF-8 (byte {exc.start} of the line: "
+                f"{raw[exc.start : exc.start + 1]!r})"
+            )
+        except json.JSONDecodeError as exc:
+            problems.append(f"{path.name} line {number}: invalid JSON ({exc.msg})")
+    if problems:
+        raise ResponseDataError(problems[:50], source=str(path))
+    return records
+
+
+def _json_file(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ResponseDataError([f"{path.name} is not UTF-8 (byte {exc.start})"], source=str(path)) from None
+    except json.JSONDecodeError as exc:
+        raise ResponseDataError(
+            [f"{path.name}: invalid JSON ({exc.msg}, line {exc.lineno})"], str(path)
+        ) from None
+
+
+# --------------------------------------------------------------------- py-irt
+def read_pyirt(path: str | Path, *, metric: Any = None, filter: Any = None) -> tuple[pd.DataFrame, None]:
+    """py-irt JSON lines: one ``{"subject_id": ..., "responses": {item: value}}`` per LLM."""
+    path = Path(path)
+    if not path.is_file():
+        raise ResponseDataError([f"file not found: {path}"])
+    rows, problems, empty = [], [], []
+    for number, record in _json_lines(path):
+        if not isinstance(record, dict) or "subject_id" not in record or "responses" not in record:
+            problems.append(f"line {number}: not a py-irt record (needs 'subject_id' and 'responses')")
+            continue
+        subject, responses = record["subject_id"], record["responses"]
+        if not isinstance(responses, dict):
+            problems.append(
+                f"line {number}: 'responses' must map item ids to values, got a {type(responses).__name__}"
+            )
+            continue
+        if not responses:
+            empty.append(str(subject))
+        for item, value in responses.items():
+            number_value = _scalar(value) if value is not None else np.nan
+            if number_value is None:
+                problems.append(f"line {number}: response to {item!r} is not a number: {value!r}")
+                continue
+            rows.append((str(subject), str(item), number_value))
+    if empty:
+        problems.append(
+            f"{len(empty)} LLM(s) with no responses (nothing to fit them on): {limit_listing(empty)}; "
+            "remove their lines"
+        )
+    if problems:
+        raise ResponseDataError(problems[:50], source=str(path))
+    if not rows:
+        raise ResponseDataError(["the file holds no responses"], source=str(path))
+    return pd.DataFrame(rows, columns=LONG_COLUMNS), None
+
+
+# -------------------------------------------------------- lm-evaluation-harness
+_SAMPLES_FILE = re.compile(r"samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T[\w.\-]+)\.jsonl$")
+
+
+def read_lm_eval(
+    folder: str | Path,
+    *,
+    metric: str | Mapping[str, str] | None = None,
+    filter: str | Mapping[str, str] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """lm-evaluation-harness per-sample logs (``--log_samples``).
+
+    One folder per model under ``folder``, each with ``samples_<task>_<date>.jsonl`` and
+    ``results_<date>.json``. The LLM is the results file's ``model_name`` (else the folder
+    name); items are ``<task>:<doc_id>``; the benchmark is the task's top-level group in
+    ``group_subtasks`` (``mmlu`` for ``mmlu_anatomy``), else the task, and the subgroup is
+    the task. The newest log per model and task is read. ``metric`` (default ``acc``) and
+    ``filter`` may be mappings per task; a task that logs several filters needs ``filter``.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ResponseDataError([f"folder not found: {folder}"])
+    files = sorted(folder.rglob("samples_*.jsonl"))
+    if not files:
+        raise ResponseDataError([f"no samples_<task>_<date>.jsonl files under {folder}"])
+    newest: dict[tuple[Path, str], Path] = {}
+    for file in files:
+        match = _SAMPLES_FILE.match(file.name)
+        task = match["task"] if match else file.stem.removeprefix("samples_")
+        newest[(file.parent, task)] = file  # sorted: the last one has the latest date
+    rows, problems, tasks = [], [], {}
+    groups: dict[str, str] = {}
+    for (model_dir, task), file in newest.items():
+        model, group_of = _lm_eval_results(model_dir, folder)
+        groups.update(group_of)
+        task_metric = _task_setting(metric, task) or ("acc" if metric is None else None)
+        if task_metric is None:
+            problems.append(f"task {task!r} has no entry in the metric mapping")
+            continue
+        records = _json_lines(file)
+        filters = list(dict.fromkeys(r.get("filter") for _, r in records if isinstance(r, dict)))
+        chosen = _task_setting(filter, task)
+        if chosen is None and len(filters) > 1:
+            problems.append(
+                f"{file.name}: task {task!r} logs each doc once per filter {filters}; pass "
+                f"filter= (one of them, or a task → filter mapping)"
+            )
+            continue
+        if chosen is not None and chosen not in filters:
+            problems.append(f"{file.name}: no filter {chosen!r} (filters: {filters})")
+            continue
+        for number, record in records:
+            if chosen is not None and record.get("filter") != chosen:
+                continue
+            if "doc_id" not in record:
+                problems.append(f"{file.name} line {number}: no doc_id")
+                continue
+            if task_metric not in record:
+                scalars = sorted(k for k, v in record.items() if _scalar(v) is not None and k != "doc_id")
+                problems.append(
+                    f"{file.name} line {number}: no metric {task_metric!r} (per-sample numbers: {scalars})"
+                )
+                continue
+            value = _scalar(record[task_metric])
+            if value is None:
+                problems.append(
+                    f"{file.name} line {number}: metric {task_metric!r} is a "
+                    f"{type(record[task_metric]).__name__}, not one number per sample (choose a "
+                    "per-sample metric, e.g. prompt_level_strict_acc)"
+                )
+                continue
+            item = f"{task}:{record['doc_id']}"
+            rows.append((model, item, value))
+            tasks[item] = task
+    if problems:
+        problems.append("pass metric={task: metric} for folders that mix differently scored tasks")
+        raise ResponseDataError(problems[:50], source=str(folder))
+    meta = pd.DataFrame(
+        {
+            "item": list(tasks),
+            "benchmark": [_top_group(t, groups) for t in tasks.values()],
+            "subgroup": list(tasks.values()),
+        }
+    )
+    return pd.DataFrame(rows, columns=LONG_COLUMNS), meta
+
+
+def _lm_eval_results(model_dir: Path, root: Path) -> tuple[str, dict[str, str]]:
+    """The model name and the task → parent-group map from a model folder's newest results file."""
+    results = sorted(model_dir.glob("results_*.json"))
+    fallback = str(model_dir.relative_to(root)) if model_dir != root else model_dir.name
+    if not results:
+        return fallback, {}
+    data = _json_file(results[-1])
+    name = data.get("model_name") or fallback
+    parent = {}
+    for group, members in (data.get("group_subtasks") or {}).items():
+        for member in members:
+            parent[str(member)] = str(group)
+    return str(name), parent
+
+
+def _top_group(task: str, parent: dict[str, str]) -> str:
+    seen = set()
+    while task in parent and task not in seen:
+        seen.add(task)
+        task = parent[task]
+    return task
+
+
+# --------------------------------------------------- Open LLM Leaderboard details
+_V2_CONFIG = re.compile(r"^(?P<model>.+?__.+?)__leaderboard_(?P<task>[A-Za-z0-9_]+)$")
+_V1_CONFIG = re.compile(r"^harness_(?P<task>.+)_(?P<shots>\d+)$")
+_V1_MODEL = re.compile(r"^(?:details_)?(?P<model>[^/]+?__[^/]+?)$")
+V2_FAMILIES = ("mmlu_pro", "bbh", "gpqa", "math", "musr", "ifeval")
+V2_METRICS = {
+    "bbh": "acc_norm",
+    "gpqa": "acc_norm",
+    "math": "exact_match",
+    "mmlu_pro": "acc",
+    "musr": "acc_norm",
+    "ifeval": "prompt_level_strict_acc",
+}
+"""The metric the Open LLM Leaderboard v2 reports per family (the default ``metric``)."""
+
+
+def oll_config(path: Path) -> tuple[str, str | None, str] | None:
+    """``(version, model, task)`` from an Open LLM Leaderboard details file's path, or ``None``."""
+    for part in (path.stem, *(p.name for p in path.parents)):
+        if match := _V2_CONFIG.match(part):
+            return "v2", match["model"], match["task"]
+        if match := _V1_CONFIG.match(part):
+            model = next(
+                (
+                    m["model"]
+                    for p in path.parents
+                    if (m := _V1_MODEL.match(p.name)) and not _V1_CONFIG.match(p.name)
+                ),
+                None,
+            )
+            return "v1", model, match["task"]
+    return None
+
+
+def _oll_benchmark(version: str, task: str) -> tuple[str, str]:
+    """``(benchmark, subgroup)`` of a details config's task."""
+    if version == "v2":
+        family = next((f for f in V2_FAMILIES if task == f or task.startswith(f + "_")), task)
+        return family, task
+    if task.startswith("hendrycksTest_"):
+        return "mmlu", task.removeprefix("hendrycksTest_")
+    return task, task
+
+
+def read_oll_details(
+    source: str | Path, *, metric: str | Mapping[str, str] | None = None, filter: Any = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Open LLM Leaderboard details Parquet files (v1 ``harness_*`` and v2 ``leaderboard_*`` configs).
+
+    ``source`` is one file or a folder of them; each file's config (and, for v1, the
+    ``details_<org>__<model>`` folder it sits in) says the model and the task. Items are
+    ``<task>:<doc_id>`` (v1 files without ``doc_id``: the row position, the order the
+    harness evaluated the documents in). The metric is ``metric`` (a name, or a mapping
+    per benchmark or task), by default the one the leaderboard reports
+    (:data:`V2_METRICS`; ``acc`` for v1), read from its column or from the ``metrics``
+    struct.
+    """
+    source = Path(source)
+    files = [source] if source.is_file() else sorted(source.rglob("*.parquet"))
+    configs = [(f, oll_config(f)) for f in files]
+    configs = [(f, c) for f, c in configs if c is not None]
+    if not configs:
+        raise ResponseDataError(
+            [f"no Open LLM Leaderboard details files (harness_* or *__leaderboard_*) in {source}"]
+        )
+    rows, problems, meta = [], [], {}
+    for file, (version, model, task) in configs:
+        if model is None:
+            problems.append(
+                f"{file}: cannot tell the model (v1 files sit in a details_<org>__<model> folder)"
+            )
+            continue
+        benchmark, subgroup = _oll_benchmark(version, task)
+        name = _task_setting(metric, task) or _task_setting(metric, benchmark)
+        if name is None:
+            name = V2_METRICS.get(benchmark, "acc") if version == "v2" else "acc"
+        try:
+            table = pd.read_parquet(file)
+        except Exception as exc:
+            problems.append(f"{file.name}: not readable as Parquet ({type(exc).__name__}: {exc})")
+            continue
+        values = _oll_metric(table, name)
+        if isinstance(values, str):
+            problems.append(f"{file.name}: {values}")
+            continue
+        doc_ids = (
+            table["doc_id"].astype(str).tolist() if "doc_id" in table else [str(i) for i in range(len(table))]
+        )
+        llm = model.replace("__", "/", 1)
+        for doc_id, value in zip(doc_ids, values, strict=True):
+            item = f"{task}:{doc_id}"
+            rows.append((llm, item, value))
+            meta[item] = (benchmark, subgroup)
+    if problems:
+        raise ResponseDataError(problems[:50], source=str(source))
+    metadata = pd.DataFrame(
+        [(item, b, s) for item, (b, s) in meta.items()], columns=["item", "benchmark", "subgroup"]
+    )
+    return pd.DataFrame(rows, columns=LONG_COLUMNS), metadata
+
+
+def _oll_metric(table: pd.DataFrame, name: str) -> list[float] | str:
+    """The metric's values, or a sentence saying why they cannot be read."""
+    if name in table.columns:
+        column = table[name]
+    elif "metrics" in table.columns and all(isinstance(v, dict) and name in v for v in table["metrics"]):
+        column = table["metrics"].map(lambda v: v[name])
+    else:
+        nested = sorted({k for v in table.get("metrics", []) if isinstance(v, dict) for k in v})
+        return f"no metric {name!r} (columns: {list(table.columns)[:20]}; metrics: {nested})"
+    values = [_scalar(v.item() if hasattr(v, "item") else v) for v in column]
+    if any(v is None for v in values):
+        return f"metric {name!r} is not one number per row"
+    return values
+
+
+# ---------------------------------------------------------------------- HELM
+def read_helm(
+    folder: str | Path, *, metric: str | Mapping[str, str] | None = None, filter: Any = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """HELM run folders (``per_instance_stats.json`` beside ``run_spec.json``).
+
+    The LLM is the run spec's ``adapter_spec.model``; items are
+    ``<run name without model=…>/<instance_id>`` (the same scenario and adaptation across
+    models); the benchmark is the run's first group (else the scenario name) and the
+    subgroup the run name without the model. Unperturbed instances only; the metric
+    (default ``exact_match``, or a mapping per benchmark) is each stat's ``mean``. Runs
+    with several train trials are errors (their trials disagree on what one item is).
+    """
+    folder = Path(folder)
+    stats_files = sorted(folder.rglob("per_instance_stats.json"))
+    if not stats_files:
+        raise ResponseDataError([f"no per_instance_stats.json under {folder}"])
+    rows, problems, meta = [], [], {}
+    for stats_file in stats_files:
+        run = stats_file.parent
+        spec_file = run / "run_spec.json"
+        if not spec_file.is_file():
+            problems.append(f"{run.name}: per_instance_stats.json without run_spec.json")
+            continue
+        spec = _json_file(spec_file)
+        adapter = spec.get("adapter_spec", {})
+        model = adapter.get("model") or adapter.get("model_deployment")
+        if not model:
+            problems.append(f"{run.name}/run_spec.json: no adapter_spec.model")
+            continue
+        scenario = _without_model(str(spec.get("name", run.name)))
+        groups = spec.get("groups") or []
+        benchmark = str(groups[0]) if groups else scenario.split(":")[0]
+        name = _task_setting(metric, benchmark) or ("exact_match" if metric is None else None)
+        if name is None:
+            problems.append(f"{run.name}: benchmark {benchmark!r} has no entry in the metric mapping")
+            continue
+        entries = _json_file(stats_file)
+        trials = sorted({int(e.get("train_trial_index", 0)) for e in entries})
+        if len(trials) > 1:
+            problems.append(f"{run.name}: {len(trials)} train trials {trials}; evaluate with one trial")
+            continue
+        found = 0
+        for entry in entries:
+            if entry.get("perturbation"):
+                continue
+            value = next(
+                (
+                    s
+                    for s in entry.get("stats", [])
+                    if s.get("name", {}).get("name") == name and not s["name"].get("perturbation")
+                ),
+                None,
+            )
+            if value is None:
+                continue
+            mean = value.get("mean", value.get("sum", np.nan) / max(value.get("count", 1), 1))
+            item = f"{scenario}/{entry['instance_id']}"
+            rows.append((str(model), item, float(mean)))
+            meta[item] = (benchmark, scenario)
+            found += 1
+        if not found:
+            problems.append(f"{run.name}: no unperturbed instance has the stat {name!r}")
+    if problems:
+        raise ResponseDataError(problems[:50], source=str(folder))
+    metadata = pd.DataFrame(
+        [(item, b, s) for item, (b, s) in meta.items()], columns=["item", "benchmark", "subgroup"]
+    )
+    return pd.DataFrame(rows, columns=LONG_COLUMNS), metadata
+
+
+def _without_model(run_name: str) -> str:
+    """A HELM run name without its ``model=`` / ``model_deployment=`` arguments."""
+    scenario, _, arguments = run_name.partition(":")
+    kept = [a for a in arguments.split(",") if a and not a.startswith(("model=", "model_deployment="))]
+    return f"{scenario}:{','.join(kept)}" if kept else scenario
+
+
+# ---------------------------------------------------------------- OpenCompass
+_CORRECT_KEYS = ("correct", "is_correct", "cascade_correct")
+
+
+def read_opencompass(
+    folder: str | Path, *, metric: Any = None, filter: Any = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """An OpenCompass work folder's ``results/<model>/<dataset>.json`` evaluation details.
+
+    The newest run folder per model and dataset is read; items are ``<dataset>:<index>``
+    (the order of ``predictions/<model>/<dataset>.json``); the benchmark and the subgroup
+    are the dataset. Results without ``details`` (run without ``--dump-eval-details``)
+    are errors.
+    """
+    folder = Path(folder)
+    files = sorted(p for p in folder.rglob("*.json") if p.parent.parent.name == "results")
+    if not files:
+        raise ResponseDataError([f"no results/<model>/<dataset>.json under {folder}"])
+    newest: dict[tuple[str, str], Path] = {}
+    for file in files:
+        newest[(file.parent.name, file.stem)] = file
+    rows, problems, meta = [], [], {}
+    for (model, dataset), file in newest.items():
+        result = _json_file(file)
+        details = result.get("details") if isinstance(result, dict) else None
+        if details is None:
+            problems.append(f"{file}: no 'details' (run OpenCompass with --dump-eval-details)")
+            continue
+        entries = (
+            list(enumerate(details))
+            if isinstance(details, list)
+            else [(k, v) for k, v in details.items() if str(k).isdigit()]
+        )
+        for index, detail in entries:
+            key = next((k for k in _CORRECT_KEYS if isinstance(detail, dict) and k in detail), None)
+            value = _scalar(detail[key]) if key is not None else None
+            if value is None:
+                problems.append(
+                    f"{file.name} example {index}: no true/false {_CORRECT_KEYS[0]!r} in its details"
+                )
+                continue
+            item = f"{dataset}:{index}"
+            rows.append((model, item, value))
+            meta[item] = (dataset, dataset)
+    if problems:
+        raise ResponseDataError(problems[:50], source=str(folder))
+    metadata = pd.DataFrame(
+        [(item, b, s) for item, (b, s) in meta.items()], columns=["item", "benchmark", "subgroup"]
+    )
+    return pd.DataFrame(rows, columns=LONG_COLUMNS), metadata
+
+
+# ------------------------------------------------------------------ detection
+READERS: dict[str, Reader] = {
+    "pyirt": read_pyirt,
+    "lm_eval": read_lm_eval,
+    "oll_details": read_oll_details,
+    "helm": read_helm,
+    "opencompass": read_opencompass,
+}
+"""The evaluation-tool formats ``load_responses`` reads, by ``format=`` name."""
+FORMAT_NAMES = {
+    "lm_eval": "lm-evaluation-harness sample logs",
+    "helm": "HELM run folders",
+    "opencompass": "OpenCompass evaluation details",
+    "oll_details": "Open LLM Leaderboard details (Parquet)",
+    "pyirt": "py-irt JSON lines",
+}
+
+
+def detect_folder(path: Path) -> str | None:
+    """Which evaluation tool wrote the results under ``path`` (``None``: none recognised)."""
+    if next(path.rglob("samples_*.jsonl"), None) is not None:
+        return "lm_eval"
+    if next(path.rglob("per_instance_stats.json"), None) is not None:
+        return "helm"
+    if any(p.parent.parent.name == "results" for p in path.rglob("*.json")):
+        return "opencompass"
+    if any(oll_config(p) is not None for p in path.rglob("*.parquet")):
+        return "oll_details"
+    return None

@@ -1,0 +1,170 @@
+"""Reading tables exactly as written: ids stay text, values are parsed by one explicit rule.
+
+CSV files are read as text (no type guessing), so ids such as ``007`` and ``7`` or ``1.10``
+and ``1.1`` stay distinct and ``NA`` stays the id ``NA``; only an empty id is missing, and
+that is an error naming the row. Score cells are parsed by :func:`numeric_values`: the
+tokens in :data:`MISSING_TOKENS` are missing, ``True``/``False`` are 1/0, anything else
+must be a number.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmirt_bayes.errors import ResponseDataError, limit_listing
+
+TableLike = pd.DataFrame | str | Path
+MISSING_TOKENS = frozenset({"", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None"})
+"""Score cells read as missing (ids are never read as missing: only an empty id is)."""
+BOOLEAN_TOKENS = {"True": 1.0, "true": 1.0, "TRUE": 1.0, "False": 0.0, "false": 0.0, "FALSE": 0.0}
+DELIMITERS = (",", ";", "\t", "|")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".gz")
+
+
+def read_table(source: TableLike) -> pd.DataFrame:
+    """A DataFrame, CSV / TSV (optionally gzipped) or Parquet file, with cells as written.
+
+    CSV cells come back as strings; the delimiter is the one of ``, ; tab |`` that the
+    header line uses most. Duplicate column names, unreadable bytes and empty tables are
+    errors that name the file.
+    """
+    if isinstance(source, pd.DataFrame):
+        duplicated = source.columns[source.columns.duplicated()]
+        if len(duplicated):
+            raise ResponseDataError([f"duplicate column name(s): {limit_listing(duplicated.unique())}"])
+        table = source
+        label = "a DataFrame"
+    else:
+        path = Path(source)
+        label = str(path)
+        if not path.exists():
+            raise ResponseDataError([f"file not found: {path}"])
+        if path.is_dir():
+            raise ResponseDataError([f"{path} is a folder, not a table"])
+        suffix = path.suffix.lower()
+        if suffix in PARQUET_SUFFIXES:
+            table = _read_parquet(path)
+        elif suffix in TEXT_SUFFIXES or not suffix:
+            table = _read_text_table(path)
+        else:
+            raise ResponseDataError(
+                [f"{path.name}: unknown table type {path.suffix!r} (use .csv, .tsv, .csv.gz or .parquet)"]
+            )
+    if table.shape[0] == 0 or table.shape[1] == 0:
+        raise ResponseDataError(["the table is empty"], source=label)
+    return table
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    try:
+        table = pd.read_parquet(path)
+    except Exception as exc:
+        raise ResponseDataError(
+            [f"could not read {path.name} as Parquet ({type(exc).__name__}: {exc})"], source=str(path)
+        ) from exc
+    duplicated = table.columns[table.columns.duplicated()]
+    if len(duplicated):
+        raise ResponseDataError(
+            [f"duplicate column name(s): {limit_listing(duplicated.unique())}"], str(path)
+        )
+    return table
+
+
+def _read_text_table(path: Path) -> pd.DataFrame:
+    try:
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        elif path.suffix.lower() == ".gz":
+            raise OSError("not a gzip file")
+        if b"\x00" in raw[:4096]:
+            raise OSError("binary content (NUL bytes), not a text table")
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ResponseDataError(
+            [
+                f"{path.name} is not UTF-8 text: byte {exc.start} (line {line}) is "
+                f"{raw[exc.start : exc.start + 1]!r}"
+            ],
+            source=str(path),
+        ) from None
+    except (OSError, EOFError) as exc:
+        raise ResponseDataError(
+            [f"could not read {path.name} as a table ({type(exc).__name__}: {exc})"], source=str(path)
+        ) from exc
+    if not text.strip():
+        raise ResponseDataError(["the table is empty"], source=str(path))
+    header_line = text.splitlines()[0]
+    delimiter = max(DELIMITERS, key=header_line.count)
+    header = next(csv.reader([header_line], delimiter=delimiter))
+    seen, duplicated = set(), []
+    for name in header:
+        if name in seen:
+            duplicated.append(name)
+        seen.add(name)
+    if duplicated:
+        raise ResponseDataError(
+            [f"duplicate column name(s) in the header: {limit_listing(dict.fromkeys(duplicated))}"],
+            source=str(path),
+        )
+    try:
+        return pd.read_csv(
+            io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False, na_filter=False
+        )
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise ResponseDataError(
+            [f"could not read {path.name} as a table ({type(exc).__name__}: {exc})"], source=str(path)
+        ) from exc
+
+
+def text_ids(values: Iterable[object], what: str) -> tuple[np.ndarray, list[str]]:
+    """Ids as strings exactly as written; empty or missing ids are problems naming their rows.
+
+    Rows are counted from 0 after the header (a CSV file's line is the row + 2).
+    """
+    values = pd.Series(list(values), dtype=object)
+    missing = values.isna() | values.map(lambda v: isinstance(v, str) and v.strip() == "")
+    problems = []
+    if missing.any():
+        rows = np.flatnonzero(missing.to_numpy()).tolist()
+        problems.append(
+            f"{int(missing.sum())} empty or missing {what} id(s) at table row(s) {limit_listing(rows)} "
+            "(counted from 0 after the header)"
+        )
+    return values.map(lambda v: v if isinstance(v, str) else str(v)).to_numpy(dtype=object), problems
+
+
+def numeric_values(frame: pd.DataFrame) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Score cells as floats; also the (row, column) positions of cells that are not numbers."""
+    columns, bad = [], []
+    for c, name in enumerate(frame.columns):
+        column = frame[name]
+        if column.dtype == object or pd.api.types.is_string_dtype(column):
+            as_text = column.map(lambda v: v.strip() if isinstance(v, str) else v)
+            as_text = as_text.map(lambda v: BOOLEAN_TOKENS.get(v, v) if isinstance(v, str) else v)
+            missing = as_text.map(lambda v: v is None or (isinstance(v, str) and v in MISSING_TOKENS))
+            parsed = pd.to_numeric(as_text.where(~missing, np.nan), errors="coerce")
+            failed = parsed.isna() & ~missing & as_text.notna()
+            bad.extend((int(r), c) for r in np.flatnonzero(failed.to_numpy()))
+        elif pd.api.types.is_bool_dtype(column):
+            parsed = column.astype(float)
+        else:
+            parsed = pd.to_numeric(column, errors="coerce")
+        columns.append(parsed.to_numpy(dtype=float))
+    values = np.column_stack(columns) if columns else np.empty((len(frame), 0))
+    return values, bad
+
+
+def looks_numeric(values: Iterable[object]) -> bool:
+    """Whether every non-missing value is a number (as :func:`numeric_values` reads them)."""
+    parsed, bad = numeric_values(pd.DataFrame({"v": pd.Series(list(values), dtype=object)}))
+    return not bad and bool(np.isfinite(parsed).any())
