@@ -24,6 +24,12 @@ from benchmirt_bayes.analyses.item_fit import item_fit
 from benchmirt_bayes.analyses.items import rank_items
 from benchmirt_bayes.analyses.miskeyed import miskeyed_items
 from benchmirt_bayes.analyses.person_fit import person_fit
+from benchmirt_bayes.analyses.score_estimation import (
+    ScoreLink,
+    estimate_scores,
+    fit_score_link,
+    with_score_link,
+)
 from benchmirt_bayes.analyses.scoring import LLMScore, adaptive_test, score_llm
 from benchmirt_bayes.analyses.selection import (
     evaluate_subset,
@@ -113,6 +119,10 @@ __all__ = [
     "LLMScore",
     "score_llm",
     "adaptive_test",
+    "ScoreLink",
+    "fit_score_link",
+    "estimate_scores",
+    "with_score_link",
     # audits of LLMs and items
     "LLMComparison",
     "compare_llms",

@@ -325,6 +325,15 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--seed", type=int, default=0)
     score.add_argument("--out", required=True, help="output CSV")
 
+    link = sub.add_parser("link", help="learn the link from a kept item subset to full-benchmark scores")
+    link.add_argument("fit", help="a fit written by 'benchmirt fit'")
+    link.add_argument("--full-scores", required=True, help="CSV: an llm column and one column per benchmark")
+    link.add_argument("--items", default=None, help="the kept subset: .json or .txt from 'benchmirt select'")
+    link.add_argument("--llm-col", default="llm")
+    link.add_argument("--draws", type=_positive_int, default=20, help="posterior draws of the items used")
+    link.add_argument("--seed", type=int, default=0)
+    link.add_argument("--out", required=True, help="output .nc: the fit carrying the link")
+
     sub.add_parser("specs", help="list the model specs shipped in models/")
 
     cv = sub.add_parser("cv", help="cross-validate MIRT models against baselines")
@@ -607,24 +616,71 @@ def _select(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from benchmirt_bayes.analyses.scoring import score_table
+    import pandas as pd
+
+    from benchmirt_bayes.analyses.score_estimation import LINK_ATTR, estimate_scores
+    from benchmirt_bayes.analyses.scoring import score_table, table_answers
     from benchmirt_bayes.data.tables import read_table
     from benchmirt_bayes.io import load_posterior
 
     fit = load_posterior(args.fit)
-    table = score_table(
-        fit,
-        read_table(args.responses),
-        llm_col=args.llm_col,
-        item_col=args.item_col,
-        correct_col=args.correct_col,
-        n_draws=args.draws,
-        seed=args.seed,
-    )
+    results = read_table(args.responses)
+    columns = {"llm_col": args.llm_col, "item_col": args.item_col, "correct_col": args.correct_col}
+    table = score_table(fit, results, **columns, n_draws=args.draws, seed=args.seed)
+    if LINK_ATTR in fit.attrs:  # the fit carries a link to full-benchmark scores ('benchmirt link')
+        answers = table_answers(results, args.llm_col, args.item_col, args.correct_col)
+        full = estimate_scores(fit, answers, n_draws=args.draws, seed=args.seed)
+        full = full.rename(columns={"benchmark": "name", "estimate": "mean", "kept_mean": "observed"})
+        full["quantity"] = "full_benchmark_score"
+        keep = ["llm", "quantity", "name", "mean", "lower", "upper", "observed", "n_answered"]
+        table = pd.concat([table, full[keep]], ignore_index=True)
     table.to_csv(args.out, index=False)
     print(table.round(3).to_string(index=False, max_rows=40))
     print(f"wrote {args.out}")
     return 0
+
+
+def _link(args: argparse.Namespace) -> int:
+    from benchmirt_bayes.analyses.score_estimation import fit_score_link, with_score_link
+    from benchmirt_bayes.data.tables import numeric_values, read_table
+    from benchmirt_bayes.io import load_posterior, save_posterior
+
+    fit = load_posterior(args.fit)
+    table = read_table(args.full_scores)
+    if args.llm_col not in table.columns:
+        raise UsageError(f"--full-scores: no column {args.llm_col!r} (set --llm-col)")
+    scores = table.set_index(args.llm_col)
+    values, bad = numeric_values(scores)
+    if bad:
+        raise UsageError("--full-scores: non-numeric scores")
+    scores = type(scores)(values, index=scores.index.astype(str), columns=scores.columns)
+    items = _read_subset(args.items) if args.items else None
+    link = fit_score_link(fit, scores, items=items, n_draws=args.draws, seed=args.seed)
+    for name, bench in link.benchmarks.items():
+        rmse = bench.training["out_of_fold_rmse_package"]
+        n_llms = int(bench.training["n_llms"])
+        print(f"{name}: {len(bench.items)} kept items, out-of-fold RMSE {rmse:.2f} on {n_llms} LLMs")
+    save_posterior(with_score_link(fit, link), args.out)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _read_subset(path: str) -> list[str]:
+    import json
+
+    text = Path(path).read_text()
+    if path.lower().endswith(".json"):
+        document = json.loads(text)
+        return [i for items in document["benchmarks"].values() for i in items]
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _check_link(args: argparse.Namespace) -> None:
+    readable(args.fit, "fit")
+    readable(args.full_scores, "full scores")
+    if args.items is not None:
+        readable(args.items, "items")
+    writable_file(args.out, (".nc", ".zarr"))
 
 
 def _check_score(args: argparse.Namespace) -> None:
@@ -686,6 +742,7 @@ _COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argpar
     "rank": (_rank, _check_fit_and_file),
     "select": (_select, lambda a: _check_fit_and_file(a, (".json", ".txt", ".csv"))),
     "score": (_score, _check_score),
+    "link": (_link, _check_link),
     "specs": (_specs, _no_check),
     "cv": (_cv, _check_cv),
 }

@@ -8,8 +8,10 @@ def sections_in(page):
 
 def test_nuts_report_has_every_nuts_section(nuts_fit, tmp_path):
     page = write_report(nuts_fit, tmp_path / "nuts").read_text()
-    assert sections_in(page) == {"data", "convergence", "summary", "traces", "energy", "ppc"}
-    for png in ("traces.png", "energy.png", "ppc.png"):
+    answers = {"measures", "abilities", "items", "audits"}
+    assert sections_in(page) == answers | {"data", "convergence", "summary", "traces", "energy", "ppc"}
+    assert page.index("id='measures'") < page.index("id='convergence'")  # the answer before the checks
+    for png in ("traces.png", "energy.png", "ppc.png", "benchmarks.png", "item_curves.png"):
         assert (tmp_path / "nuts" / png).stat().st_size > 10_000
         assert f"src='{png}'" in page
     assert "benchmark_loading_spread" in page  # ArviZ summary of hyperparameters
@@ -18,8 +20,20 @@ def test_nuts_report_has_every_nuts_section(nuts_fit, tmp_path):
 
 def test_advi_report_has_the_elbo(advi_fit, tmp_path):
     page = write_report(advi_fit, tmp_path / "advi").read_text()
-    assert {"data", "convergence", "summary", "ppc", "elbo"} <= sections_in(page)
+    assert {
+        "measures",
+        "abilities",
+        "items",
+        "audits",
+        "data",
+        "convergence",
+        "summary",
+        "ppc",
+        "elbo",
+    } <= sections_in(page)
     assert "traces" not in sections_in(page)
+    summary = page[page.index("id='summary'") : page.index("id='ppc'")]
+    assert "r_hat" not in summary and "ess_bulk" not in summary  # no chains to compare in ADVI draws
 
 
 def test_report_with_restarts_has_the_stability_section(tiny_sim, tmp_path):

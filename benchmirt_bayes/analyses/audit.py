@@ -57,7 +57,7 @@ def benchmark_correlations(
     responses: ResponseMatrix | None = None,
     *,
     by: str = "benchmark",
-    ci_prob: float = 0.94,
+    ci_prob: float = 0.9,
     n_draws: int | None = 1000,
     seed: int = 0,
 ) -> BenchmarkAudit:
@@ -140,7 +140,9 @@ def benchmark_correlations(
         coords={"group": groups, "dimension": dims},
         attrs={"by": by, "ci_prob": ci_prob},
     )
-    return BenchmarkAudit(pd.DataFrame(rows), draws)
+    table = pd.DataFrame(rows)
+    table.attrs = {"by": by, "ci_prob": ci_prob}
+    return BenchmarkAudit(table, draws)
 
 
 def _pearson_over_llms(ability: np.ndarray, score: np.ndarray) -> np.ndarray:

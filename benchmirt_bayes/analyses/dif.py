@@ -181,7 +181,7 @@ def _two_group_fit(delta: np.ndarray, sd: np.ndarray) -> tuple[float, float]:
     null = norm.logpdf(delta, 0.0, sd)
     for tau in np.geomspace(0.05, 5.0, 40):
         alternative = norm.logpdf(delta, 0.0, np.sqrt(sd**2 + tau**2))
-        for pi0 in np.linspace(0.5, 1.0, 51):
+        for pi0 in np.linspace(0.02, 1.0, 50):
             with np.errstate(divide="ignore"):
                 value = np.logaddexp(np.log(pi0) + null, np.log1p(-pi0) + alternative).sum()
             if value > best[0]:

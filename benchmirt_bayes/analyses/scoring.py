@@ -408,6 +408,29 @@ def score_llm(
     )
 
 
+def table_answers(table: pd.DataFrame, llm_col: str, item_col: str, correct_col: str) -> pd.DataFrame:
+    """A results table as ``(llm, item)`` numeric answers.
+
+    Long (``llm_col``, ``item_col``, ``correct_col``) or wide (the first column holds LLM
+    ids, the others item ids).
+    """
+    from benchmirt_bayes.data.tables import numeric_values
+
+    columns = [str(c) for c in table.columns]
+    if {llm_col, item_col, correct_col} <= set(columns):
+        long = table.rename(columns={llm_col: "llm", item_col: "item", correct_col: "correct"})
+        values, bad = numeric_values(long[["correct"]])
+        if bad:
+            raise ValueError(f"{len(bad)} non-numeric response(s) in column {correct_col!r}")
+        long = long.assign(correct=values[:, 0], llm=long["llm"].astype(str), item=long["item"].astype(str))
+        return long.pivot_table(index="llm", columns="item", values="correct", aggfunc="first")
+    wide = table.set_index(table.columns[0])
+    values, bad = numeric_values(wide)
+    if bad:
+        raise ValueError(f"{len(bad)} non-numeric response(s) in the wide table")
+    return pd.DataFrame(values, index=wide.index.astype(str), columns=[str(c) for c in wide.columns])
+
+
 def score_table(
     posterior: xr.DataTree,
     table: pd.DataFrame,
@@ -427,19 +450,10 @@ def score_table(
     dimension or benchmark), ``mean``, ``sd``, ``lower``, ``upper``, ``observed`` and
     ``n_answered``.
     """
-    columns = [str(c) for c in table.columns]
-    if {llm_col, item_col, correct_col} <= set(columns):
-        long = table.rename(columns={llm_col: "llm", item_col: "item", correct_col: "correct"})
-        per_llm = {
-            str(llm): pd.Series(group["correct"].to_numpy(), index=group["item"].astype(str).to_numpy())
-            for llm, group in long.groupby("llm", sort=False)
-        }
-    else:
-        wide = table.set_index(table.columns[0])
-        per_llm = {str(llm): row for llm, row in wide.iterrows()}
+    answers_table = table_answers(table, llm_col, item_col, correct_col)
+    per_llm = {str(llm): row.dropna() for llm, row in answers_table.iterrows()}
     rows = []
     for llm, answers in per_llm.items():
-        answers = pd.to_numeric(answers.replace({"": np.nan}), errors="raise")
         result = score_llm(posterior, answers, n_draws=n_draws, interval=interval, seed=seed, llm=llm)
         for dim, row in result.ability_summary(interval).iterrows():
             rows.append({"llm": llm, "quantity": "ability", "name": dim, **row.to_dict()})

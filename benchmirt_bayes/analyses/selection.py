@@ -17,7 +17,9 @@ Three selection rules:
     already well measured, so the rule spreads items over the ability range
     (difficulty coverage) by itself; benchmark balance is enforced by quotas
     proportional to benchmark size (at least one item each). Submodular, so a
-    lazy greedy search gives the exact greedy answer quickly.
+    lazy greedy search gives the exact greedy answer quickly. Each cell's information is
+    averaged over posterior draws (abilities and items of each draw together), so an item is
+    valued by the information it carries on average, not at the posterior mean alone.
 ``random``
     A seeded uniform sample: the baseline.
 """
@@ -37,11 +39,17 @@ import pandas as pd
 import xarray as xr
 
 from benchmirt_bayes.analyses.metrics import spearman
+from benchmirt_bayes.analyses.predictive import DrawCells
 from benchmirt_bayes.analyses.scoring import ItemDraws, ability_samples, probabilities_for_samples
 from benchmirt_bayes.batch import ExecutorArg, fields_fingerprint, run_batch
 from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.model.layout import ResponseLayout
-from benchmirt_bayes.model.response_models import linear_predictor, mdisc, multidimensional_difficulty
+from benchmirt_bayes.model.response_models import (
+    information_matrix,
+    linear_predictor,
+    mdisc,
+    multidimensional_difficulty,
+)
 from benchmirt_bayes.posterior import point_parameters, point_type_parameters, responses_from_tree
 from benchmirt_bayes.rotations import procrustes
 
@@ -71,6 +79,7 @@ def select_items(
     dimension: str | None = None,
     seed: int = 0,
     n_bins: int = 100,
+    n_draws: int | None = 100,
 ) -> pd.Index:
     """Choose a small item subset (see the module docstring for the three rules).
 
@@ -89,6 +98,9 @@ def select_items(
         Seed of the random baseline.
     n_bins
         Difficulty bins of the published rule.
+    n_draws
+        ``information``: posterior draws over which each cell's information is averaged
+        (item and ability uncertainty integrated); ``None`` uses the posterior means.
 
     Returns
     -------
@@ -98,7 +110,7 @@ def select_items(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    loading, intercept, ability, dims = point_parameters(posterior)
+    loading, intercept, _, dims = point_parameters(posterior)
     items = posterior["posterior"]["item"].values.astype(str)
     size = _target_size(len(items), fraction, n_items)
     share = size / len(items)
@@ -112,12 +124,9 @@ def select_items(
     elif method == "published":
         chosen = _published(loading, intercept, dim_index, share, size, n_bins)
     else:
-        responses = responses_from_tree(posterior)
-        layout = ResponseLayout.from_responses(responses)
-        weight = layout.information_weight(
-            linear_predictor(ability, loading, intercept), point_type_parameters(posterior, layout)
-        )
-        chosen = _greedy_information(weight, loading, dim_index, responses.benchmarks.astype(str), size)
+        info = expected_information(posterior, dim_index, n_draws=n_draws, seed=seed)
+        benchmarks = responses_from_tree(posterior).benchmarks.astype(str)
+        chosen = _greedy_information(info, benchmarks, size)
     return pd.Index(items[np.sort(chosen)], name="item")
 
 
@@ -179,22 +188,45 @@ def _published(
     return chosen
 
 
-def _greedy_information(
-    weight: np.ndarray,
-    loading: np.ndarray,
-    dim_index: list[int],
-    benchmarks: np.ndarray,
-    size: int,
+def expected_information(
+    posterior: xr.DataTree, dim_index: list[int], *, n_draws: int | None = 100, seed: int = 0
 ) -> np.ndarray:
-    """Greedy D-optimal choice from the information weights ``(llm, item)`` of every cell."""
-    a = loading[:, dim_index]  # (item, k)
-    n_llm, k = weight.shape[0], len(dim_index)
-    precision_inv = np.repeat(np.eye(k)[None], n_llm, axis=0)  # prior precision = identity
+    """``(llm, item, k, k)`` Fisher information of every cell about the chosen dimensions.
+
+    Averaged over ``n_draws`` posterior draws (abilities and items of each draw together),
+    so that an item whose parameters are uncertain is valued by the information it carries
+    on average; ``n_draws=None`` evaluates it at the posterior means.
+    """
+    responses = responses_from_tree(posterior)
+    layout = ResponseLayout.from_responses(responses)
+    if n_draws is None:
+        loading, intercept, ability, _ = point_parameters(posterior)
+        eta = linear_predictor(ability, loading, intercept)
+        weight = layout.information_weight(eta, point_type_parameters(posterior, layout), expand=0)
+        a = loading[:, dim_index]
+        return information_matrix(weight, np.broadcast_to(a, (*weight.shape, len(dim_index))))
+    cells = DrawCells(posterior, n_draws=n_draws, seed=seed, responses=responses)
+    total = np.zeros((responses.n_llms, responses.n_items, len(dim_index), len(dim_index)))
+    for s, (eta, params) in enumerate(cells):
+        weight = layout.information_weight(eta, params, expand=0)
+        a = cells.loading[s][:, dim_index]
+        total += information_matrix(weight, np.broadcast_to(a, (*weight.shape, len(dim_index))))
+    return total / len(cells)
+
+
+def _greedy_information(info: np.ndarray, benchmarks: np.ndarray, size: int) -> np.ndarray:
+    """Greedy D-optimal choice from every cell's information matrix ``info (llm, item, k, k)``.
+
+    Adds the item with the largest ``Σ_j log det(P_j + I_ji) − log det P_j`` (``P_j``: LLM
+    ``j``'s precision, prior identity) within the benchmark quotas.
+    """
+    n_llm, n_item, k = info.shape[0], info.shape[1], info.shape[2]
+    covariance = np.repeat(np.eye(k)[None], n_llm, axis=0)  # P_j⁻¹
 
     def gain(i: int) -> float:
-        # matrix determinant lemma: log det(P + w a aᵀ) − log det P = log(1 + w aᵀ P⁻¹ a)
-        quad = np.einsum("k,jkl,l->j", a[i], precision_inv, a[i])
-        return float(np.log1p(weight[:, i] * quad).sum())
+        # log det(P + I) − log det P = log det(1 + P⁻¹ I)
+        _, logdet = np.linalg.slogdet(np.eye(k)[None] + covariance @ info[:, i])
+        return float(logdet.sum())
 
     names, codes = np.unique(benchmarks, return_inverse=True)
     counts = np.bincount(codes)
@@ -202,7 +234,7 @@ def _greedy_information(
     while quota.sum() < size:  # hand out the remainder by largest fractional part
         remainder = size * counts / counts.sum() - quota
         quota[np.argmax(np.where(quota < counts, remainder, -np.inf))] += 1
-    heap = [(-gain(i), i, 0) for i in range(len(a))]
+    heap = [(-gain(i), i, 0) for i in range(n_item)]
     heapq.heapify(heap)
     chosen: list[int] = []
     taken = np.zeros(len(names), dtype=int)
@@ -217,10 +249,7 @@ def _greedy_information(
         chosen.append(i)
         taken[codes[i]] += 1
         step += 1
-        # Sherman–Morrison update of every LLM's inverse precision
-        u = np.einsum("jkl,l->jk", precision_inv, a[i])
-        denom = 1.0 + weight[:, i] * np.einsum("k,jk->j", a[i], u)
-        precision_inv = precision_inv - (weight[:, i] / denom)[:, None, None] * np.einsum("jk,jl->jkl", u, u)
+        covariance = np.linalg.inv(np.linalg.inv(covariance) + info[:, i])
     return np.array(chosen, dtype=np.int64)
 
 

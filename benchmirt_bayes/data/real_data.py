@@ -5,6 +5,7 @@ Each takes the folder path; none copies data anywhere.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -47,6 +48,46 @@ def load_open_llm_leaderboard(folder: str | Path) -> ResponseMatrix:
     scores = scores.set_index(scores.columns[0])
     meta = read_table(_require(folder / "item_metadata_joint.csv"))
     return from_wide_frame(scores, meta, source=str(folder))
+
+
+LLM_FAMILY_PATTERNS = (
+    ("mixtral", "mixtral"),
+    ("mistral", "mistral"),
+    ("zephyr", "mistral"),
+    ("tinyllama", "tinyllama"),
+    ("llama", "llama"),
+    ("qwen", "qwen"),
+    ("gemma", "gemma"),
+    ("phi-", "phi"),
+    ("phi_", "phi"),
+    ("yi-", "yi"),
+    ("solar", "solar"),
+    ("falcon", "falcon"),
+    ("pythia", "pythia"),
+    ("gpt2", "gpt2"),
+    ("gpt-j", "gpt-j"),
+    ("gpt-neo", "gpt-neo"),
+    ("deepseek", "deepseek"),
+    ("internlm", "internlm"),
+    ("stablelm", "stablelm"),
+    ("bloom", "bloom"),
+)
+"""``(substring, family)`` in the order they are tried on a lower-cased model name."""
+
+
+def llm_families(names: Sequence[str]) -> pd.Series:
+    """A family per model name (``"org/model"``), from the base-model names it contains.
+
+    The first of :data:`LLM_FAMILY_PATTERNS` found in the lower-cased name decides
+    (``mixtral`` before ``mistral``, ``tinyllama`` before ``llama``); a name with none is
+    ``"other"``. A heuristic: fine-tunes and merges named after their base model are
+    found, creatively named ones are not, so ``"other"`` mixes families.
+    """
+    out = {}
+    for name in names:
+        lower = str(name).lower()
+        out[str(name)] = next((family for key, family in LLM_FAMILY_PATTERNS if key in lower), "other")
+    return pd.Series(out, name="family")
 
 
 def load_open_llm_leaderboard_reference(folder: str | Path, benchmark: str) -> pd.DataFrame:

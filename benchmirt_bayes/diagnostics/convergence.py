@@ -272,12 +272,16 @@ def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceR
         record = elbo["elbo"].sel(restart=restart).dropna("step").values
         window = int(elbo.attrs.get("window", 200))
         tol = tolerance if tolerance is not None else float(elbo.attrs.get("tolerance", 1e-3))
-        change = relative_elbo_change(record, window)
-        fired = (
-            bool(elbo.attrs.get("stopping_rule_fired", 0))
-            if elbo.sizes["restart"] == 1
-            else bool(np.isfinite(change) and change < tol)
-        )
+        if "final_relative_change" in elbo:  # the number the stopping rule itself compared
+            change = float(elbo["final_relative_change"].sel(restart=restart))
+            fired = bool(elbo["stopping_rule_fired"].sel(restart=restart))
+        else:  # fits stored before 0.2
+            change = relative_elbo_change(record, window)
+            fired = (
+                bool(elbo.attrs.get("stopping_rule_fired", 0))
+                if elbo.sizes["restart"] == 1
+                else bool(np.isfinite(change) and change < tol)
+            )
         rows.append(
             {
                 "restart": int(restart),
@@ -287,7 +291,13 @@ def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceR
                 "stopping_rule_fired": fired,
             }
         )
-        if not np.isfinite(change) or change > tol:
+        if not np.isfinite(change):
+            ok = False
+            messages.append(
+                f"restart {restart}: stopped after {record.size} steps, before two windows of {window} "
+                "steps had passed, so the stopping rule never checked; raise AdviSettings.max_steps"
+            )
+        elif change > tol:
             ok = False
             messages.append(
                 f"restart {restart}: ELBO still moving (relative change {change:.2e} > {tol}); "

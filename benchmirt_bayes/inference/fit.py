@@ -250,7 +250,7 @@ class RestartTask:
 
     def run(self, responses: ResponseMatrix) -> xr.DataTree:
         """Fit once and return the raw (unidentified) fit as a DataTree."""
-        return raw_fit_to_tree(fit_once(responses, self.settings, self.seed, self.progressbar))
+        return raw_fit_to_tree(fit_once(responses, self.settings, self.seed, self.progressbar, self.index))
 
 
 def raw_fit_to_tree(raw: RawFit) -> xr.DataTree:
@@ -299,9 +299,13 @@ def run_restarts(
 
 # ------------------------------------------------------------------ one fit
 def fit_once(
-    responses: ResponseMatrix, settings: FitSettings, seed: int, progressbar: bool = False
+    responses: ResponseMatrix, settings: FitSettings, seed: int, progressbar: bool = False, restart: int = 0
 ) -> RawFit:
     """One fit with one seed, before identification (runs in worker processes too).
+
+    The first restart starts ADVI and MAP where ``AdviSettings.init`` says (the spectral
+    solution by default); later restarts start from prior draws, so that restarts explore
+    independently and :func:`~benchmirt_bayes.check_stability` compares separate searches.
 
     PyTensor's numba back end (the default linker, and nutpie's) compiles with ``fastmath``
     unless told otherwise; a function compiled fresh and the same function loaded from the
@@ -310,26 +314,33 @@ def fit_once(
     it: the same seed gives the same draws, cold or warm, at no measured cost in speed.
     """
     with pytensor.config.change_flags(numba__fastmath=False):
-        return _fit_once(responses, settings, seed, progressbar)
+        return _fit_once(responses, settings, seed, progressbar, restart)
 
 
-def _fit_once(responses: ResponseMatrix, settings: FitSettings, seed: int, progressbar: bool) -> RawFit:
+def _fit_once(
+    responses: ResponseMatrix, settings: FitSettings, seed: int, progressbar: bool, restart: int
+) -> RawFit:
     model = build_model(responses, settings.n_dims, spec=settings.spec, likelihood=settings.likelihood)
+    # where ADVI and MAP start: the configured start for the first restart, prior draws after
+    configured = settings.advi.init if settings.advi is not None else "spectral"
+    init = configured if restart == 0 else "prior"
     start = time.perf_counter()
     elbo = None
     if settings.nuts is not None:
         initvals = None
         if settings.nuts.init == "advi":
-            result = _advi(model, responses, settings, "advi", 100, seed, progressbar)
+            result = _advi(model, responses, settings, "advi", 100, seed, progressbar, init)
             initvals, elbo = advi_start(model, result.posterior), result.elbo
         posterior, stats = _run_nuts(model, settings.nuts, seed, progressbar, initvals)
     elif settings.method in ("advi", "fullrank_advi"):
-        result = _advi(model, responses, settings, settings.method, settings.advi.draws, seed, progressbar)
+        result = _advi(
+            model, responses, settings, settings.method, settings.advi.draws, seed, progressbar, init
+        )
         posterior, elbo = result.posterior, result.elbo
         stats = xr.Dataset(coords={"chain": [0], "draw": np.arange(settings.advi.draws)})
     else:
         posterior = _run_map(
-            model, optimisation_start(model, responses, settings, "spectral", seed), seed, progressbar
+            model, optimisation_start(model, responses, settings, init, seed), seed, progressbar
         )
         stats = xr.Dataset(coords={"chain": [0], "draw": [0]})
     seconds = time.perf_counter() - start
@@ -355,13 +366,14 @@ def _advi(
     draws: int,
     seed: int,
     progressbar: bool,
+    first_init: str,
 ) -> AdviResult:
-    """ADVI from ``settings.advi.init`` (and ``starts − 1`` prior draws); the best final ELBO wins."""
+    """ADVI from ``first_init`` (and ``starts − 1`` prior draws); the best final ELBO wins."""
     advi = settings.advi
     results = []
     for start in range(advi.starts):
         start_seed = seed if start == 0 else int(np.random.SeedSequence([seed, start]).generate_state(1)[0])
-        init = advi.init if start == 0 else "prior"
+        init = first_init if start == 0 else "prior"
         result = run_advi(
             model,
             method=method,

@@ -156,7 +156,8 @@ class AdviSettings:
         rank-K SVD solution of the centred responses, seeded random rotation; see
         :mod:`benchmirt_bayes.inference.initialisation`) or ``"prior"`` (a seeded draw from
         the prior, which on few LLMs can settle at a lower-dimensional optimum).
-        Confirmatory and anchored specs always start from the prior.
+        Confirmatory and anchored specs always start from the prior, and so do restarts
+        after the first (restarts are independent searches, for ``check_stability``).
     starts
         Independent optimisations per fit (the first from ``init``, the others from prior
         draws); the one with the best final ELBO is kept and every final ELBO is recorded.

@@ -100,7 +100,7 @@ def plot_energy(posterior: xr.DataTree) -> Figure:
     return fig
 
 
-def plot_ppc(scores: xr.Dataset, *, ci_prob: float = 0.94) -> Figure:
+def plot_ppc(scores: xr.Dataset, *, ci_prob: float = 0.9) -> Figure:
     """Observed vs predicted mean score per (LLM, group), one colour per group, with intervals."""
     predicted = scores["predicted"]
     low, high = (
@@ -208,7 +208,8 @@ def plot_benchmark_heatmap(audit_table, *, title: str | None = None) -> Figure:
     ax.set_yticks(range(len(groups)), groups, fontsize=8)
     ax.xaxis.tick_top()
     fig.colorbar(image, ax=ax, label="correlation: ability vs mean score", shrink=0.8)
-    ax.set_title(title or "What each group measures (posterior mean, 94% interval)", fontsize=10)
+    interval = audit_table.attrs.get("ci_prob", 0.9)
+    ax.set_title(title or f"What each group measures (posterior mean, {interval:.0%} interval)", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -216,7 +217,7 @@ def plot_benchmark_heatmap(audit_table, *, title: str | None = None) -> Figure:
 def plot_item_loadings(
     posterior: xr.DataTree, benchmark: str, *, color_by: str = "subgroup", dims: tuple[int, int] = (0, 1)
 ) -> Figure:
-    """Scatter of one benchmark's item loadings (posterior means, 94% intervals), coloured by group."""
+    """Scatter of one benchmark's item loadings (posterior means, 90% intervals), coloured by group."""
     post = posterior["posterior"]
     observed = posterior["observed_data"]
     items = observed["item"].values[observed["benchmark"].values == benchmark]
@@ -224,8 +225,8 @@ def plot_item_loadings(
         raise KeyError(f"no items of benchmark {benchmark!r}")
     loading = post["loading"].sel(item=items)
     mean = loading.mean(("chain", "draw")).values
-    low = loading.quantile(0.03, dim=("chain", "draw")).values
-    high = loading.quantile(0.97, dim=("chain", "draw")).values
+    low = loading.quantile(0.05, dim=("chain", "draw")).values
+    high = loading.quantile(0.95, dim=("chain", "draw")).values
     labels = observed[color_by].sel(item=items).values
     names = post["dimension"].values
     fig, ax = plt.subplots(figsize=(6.5, 5.5))
@@ -254,11 +255,11 @@ def plot_item_loadings(
 
 
 def plot_ability_map(posterior: xr.DataTree, *, dims: tuple[int, int] = (0, 1), label_top: int = 8) -> Figure:
-    """LLMs in ability space: posterior means with 94% intervals on both axes."""
+    """LLMs in ability space: posterior means with 90% intervals on both axes."""
     ability = posterior["posterior"]["ability"]
     mean = ability.mean(("chain", "draw")).values
-    low = ability.quantile(0.03, dim=("chain", "draw")).values
-    high = ability.quantile(0.97, dim=("chain", "draw")).values
+    low = ability.quantile(0.05, dim=("chain", "draw")).values
+    high = ability.quantile(0.95, dim=("chain", "draw")).values
     names = ability["dimension"].values
     llms = ability["llm"].values
     x, y = dims
@@ -280,7 +281,7 @@ def plot_ability_map(posterior: xr.DataTree, *, dims: tuple[int, int] = (0, 1), 
         )
     ax.set_xlabel(f"ability: {names[x]}")
     ax.set_ylabel(f"ability: {names[y]}")
-    ax.set_title(f"{len(llms)} LLMs in ability space (94% intervals)")
+    ax.set_title(f"{len(llms)} LLMs in ability space (90% intervals)")
     fig.tight_layout()
     return fig
 

@@ -1,0 +1,312 @@
+"""Full-benchmark scores from few items on the real Open LLM Leaderboard data, head to head with metabench.
+
+For each of the five benchmarks in ``../shared/data/open_llm_leaderboard_v1`` (metabench's
+reduced item sets, 4,278–5,476 LLMs each) the LLMs are split into 5 folds (seeded, the same
+split for every benchmark). For every fold the package fits the items on the other folds'
+LLMs (``fit_posterior(..., 1, spec="2pl", method="advi")``), chooses a subset of items by
+each selection rule, learns the link from subset to full score on the training LLMs
+(``fit_score_link``) and estimates the held-out LLMs' full scores (``estimate_scores``).
+The full score is the ``score`` column of ``scores_<bench>_all_models.csv``: the LLM's score
+on every item of the benchmark, not only the reduced ones.
+
+Estimators: the plain mean on the kept items (raw, and linearly calibrated to the full
+score), the IRT prediction, the IRT prediction blended with the kept items' mean (the
+tinyBenchmarks idea), the package's default (``package``), and metabench's own prediction
+``p`` (in-sample for metabench: its regression was trained on these LLMs). Budgets: all
+reduced items (metabench's budget), 50 %, 25 %, and 10, 25, 50, 100 items. Selection:
+random, information (expected Fisher information over posterior draws) and stratified
+(equal-count difficulty bins, one random item from each). A joint 2-dimension fit of all
+five benchmarks (the 2,461 LLMs in every file) shows whether sharing abilities across
+benchmarks helps.
+
+Writes ``predictions.csv`` (every estimate) and ``results.md`` to ``--out`` and prints the
+tables.
+
+    python benchmarks/score_estimation.py --out benchmark_results/score_estimation          # hours
+    python benchmarks/score_estimation.py --quick --out /tmp/score_estimation              # minutes
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import platform
+import subprocess
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmirt_bayes import (
+    estimate_scores,
+    fit_posterior,
+    fit_score_link,
+    load_open_llm_leaderboard,
+    load_responses,
+    select_items,
+)
+from benchmirt_bayes.data.real_data import OPEN_LLM_BENCHMARKS, load_open_llm_leaderboard_reference
+from benchmirt_bayes.model.response_models import mdisc, multidimensional_difficulty
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "open_llm_leaderboard_v1"
+FRACTIONS = (1.0, 0.5, 0.25)
+COUNTS = (10, 25, 50, 100)
+SELECTIONS = ("random", "information", "stratified")
+ESTIMATORS = ("naive", "irt", "blend", "package")
+
+
+def stratified(fit, size: int, seed: int) -> list[str]:
+    """One random item from each of ``size`` equal-count bins of multidimensional difficulty."""
+    post = fit["posterior"]
+    loading = post["loading"].mean(("chain", "draw")).transpose("item", "dimension").values
+    intercept = post["intercept"].mean(("chain", "draw")).values
+    difficulty = multidimensional_difficulty(intercept, mdisc(loading))
+    items = post["item"].values.astype(str)
+    order = np.argsort(difficulty)
+    rng = np.random.default_rng(seed)
+    return [str(items[rng.choice(part)]) for part in np.array_split(order, size) if part.size]
+
+
+def choose(fit, rule: str, size: int, seed: int) -> list[str]:
+    if rule == "stratified":
+        return stratified(fit, size, seed)
+    n_items = fit["posterior"].sizes["item"]
+    if size >= n_items:
+        return list(fit["posterior"]["item"].values.astype(str))
+    return list(select_items(fit, n_items=size, method=rule, seed=seed, n_draws=50))
+
+
+def budgets(n_items: int) -> list[tuple[str, int]]:
+    out = [(f"{int(f * 100)}%", max(1, round(f * n_items))) for f in FRACTIONS]
+    out += [(f"{c} items", c) for c in COUNTS if c < n_items]
+    return out
+
+
+def evaluate(fit, responses, scores, train, test, items, label: dict, n_draws: int = 20) -> list[dict]:
+    """Estimates of every estimator for the test LLMs from ``items``."""
+    benchmark_of = fit["observed_data"]["benchmark"].to_series().astype(str)
+    link = fit_score_link(
+        fit, scores, items=items, responses=responses.subset(llms=list(train)), n_draws=n_draws
+    )
+    answers = responses.subset(llms=list(test)).data.sel(item=items).to_pandas()
+    rows = []
+    table = estimate_scores(fit, answers, link=link, estimator=ESTIMATORS, n_draws=n_draws)
+    kept = {b: sum(benchmark_of.get(i) == b for i in items) for b in link.benchmarks}
+    for row in table.itertuples():
+        if row.benchmark not in link.benchmarks:
+            continue
+        rows.append(
+            {
+                **label,
+                "benchmark": row.benchmark,
+                "llm": row.llm,
+                "items": kept[row.benchmark],
+                "estimator": row.estimator,
+                "estimate": row.estimate,
+                "lower": row.lower,
+                "upper": row.upper,
+                "kept_mean": row.kept_mean,
+            }
+        )
+        if row.estimator == "package":
+            rows.append({**rows[-1], "estimator": "naive_raw", "estimate": 100 * row.kept_mean})
+    return rows
+
+
+def per_benchmark(quick: bool, folds: int, seed: int, log) -> pd.DataFrame:
+    rows = []
+    benchmarks = OPEN_LLM_BENCHMARKS
+    for bench in benchmarks:
+        responses = load_responses(
+            SHARED / f"responses_{bench}.csv.gz", format="wide", llm_col="model", benchmark=bench
+        )
+        scores = load_open_llm_leaderboard_reference(SHARED, bench)["full_score"]
+        fold_of = _folds(responses.llms, folds, seed)
+        for fold in range(folds if not quick else 1):
+            train, test = responses.llms[fold_of != fold], responses.llms[fold_of == fold]
+            start = time.perf_counter()
+            fit = fit_posterior(
+                responses.subset(llms=list(train)),
+                1,
+                method="advi",
+                spec="2pl",
+                random_seed=seed + fold,
+                progressbar=False,
+                advi={"draws": 100},
+            )
+            log(f"{bench} fold {fold}: fit {time.perf_counter() - start:.0f} s")
+            plan = budgets(responses.n_items)
+            if quick:
+                plan = [b for b in plan if b[0] in ("100%", "25 items")]
+            for budget, size in plan:
+                rules = ("random",) if size >= responses.n_items else SELECTIONS
+                for rule in rules if not quick else ("random", "information")[: len(rules)]:
+                    items = choose(fit, rule, size, seed + fold)
+                    label = {"fit": "per benchmark, 1 dim", "fold": fold, "budget": budget, "selection": rule}
+                    rows += evaluate(fit, responses, {bench: scores}, train, test, items, label)
+            log(f"{bench} fold {fold}: done {time.perf_counter() - start:.0f} s")
+    return pd.DataFrame(rows)
+
+
+def joint(quick: bool, folds: int, seed: int, log) -> pd.DataFrame:
+    responses = load_open_llm_leaderboard(SHARED)
+    scores = {b: load_open_llm_leaderboard_reference(SHARED, b)["full_score"] for b in OPEN_LLM_BENCHMARKS}
+    fold_of = _folds(responses.llms, folds, seed)
+    rows = []
+    for fold in range(folds if not quick else 1):
+        train, test = responses.llms[fold_of != fold], responses.llms[fold_of == fold]
+        start = time.perf_counter()
+        fit = fit_posterior(
+            responses.subset(llms=list(train)),
+            2,
+            method="advi",
+            random_seed=seed + fold,
+            progressbar=False,
+            advi={"draws": 100},
+        )
+        log(f"joint fold {fold}: fit {time.perf_counter() - start:.0f} s")
+        for budget, per_bench in (("100%", None), ("25 items", 25)):
+            if per_bench is None:
+                items = list(responses.items)
+            else:
+                rng = np.random.default_rng(seed + fold)
+                items = [
+                    str(i)
+                    for b in OPEN_LLM_BENCHMARKS
+                    for i in rng.choice(responses.items[responses.benchmarks == b], per_bench, replace=False)
+                ]
+            label = {
+                "fit": "joint 5 benchmarks, 2 dims",
+                "fold": fold,
+                "budget": budget,
+                "selection": "random",
+            }
+            rows += evaluate(fit, responses, scores, train, test, items, label, n_draws=10)
+        log(f"joint fold {fold}: done {time.perf_counter() - start:.0f} s")
+    return pd.DataFrame(rows)
+
+
+def _folds(llms: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """Each LLM's fold, from a seeded hash of its name: the same fold in every benchmark."""
+    return np.array(
+        [int(hashlib.sha256(f"{seed}:{name}".encode()).hexdigest(), 16) % folds for name in llms.astype(str)]
+    )
+
+
+def summarise(predictions: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    metabench = {
+        b: pd.read_csv(SHARED / f"scores_{b}_all_models.csv").set_index("model") for b in OPEN_LLM_BENCHMARKS
+    }
+    truth = {b: frame["score"] for b, frame in metabench.items()}
+    predictions = predictions.copy()
+    predictions["truth"] = [
+        truth[b].get(llm, np.nan) for b, llm in zip(predictions["benchmark"], predictions["llm"], strict=True)
+    ]
+    predictions["error"] = predictions["estimate"] - predictions["truth"]
+    predictions["covered"] = (predictions["lower"] <= predictions["truth"]) & (
+        predictions["truth"] <= predictions["upper"]
+    )
+    keys = ["fit", "budget", "selection", "estimator", "benchmark"]
+    table = (
+        predictions.groupby(keys)
+        .agg(
+            items=("items", "median"),
+            rmse=("error", lambda e: float(np.sqrt(np.mean(e**2)))),
+            mae=("error", lambda e: float(np.mean(np.abs(e)))),
+            coverage_90=("covered", "mean"),
+            llms=("llm", "nunique"),
+        )
+        .reset_index()
+    )
+    mb_rows = []
+    for bench in OPEN_LLM_BENCHMARKS:
+        tested = predictions.loc[predictions["benchmark"] == bench, "llm"].unique()
+        error = metabench[bench].reindex(tested)["error"].dropna()
+        mb_rows.append(
+            {
+                "benchmark": bench,
+                "metabench_rmse (in-sample)": float(np.sqrt(np.mean(error**2))),
+                "llms": len(error),
+            }
+        )
+    mean_rows = []
+    for (fit, budget, selection, estimator), part in predictions.groupby(
+        ["fit", "budget", "selection", "estimator"]
+    ):
+        wide = part.pivot_table(index="llm", columns="benchmark", values=["estimate", "truth"])
+        complete = wide.dropna()
+        if complete.shape[1] < 2 * len(OPEN_LLM_BENCHMARKS):
+            continue
+        error = complete["estimate"].mean(axis=1) - complete["truth"].mean(axis=1)
+        mean_rows.append(
+            {
+                "fit": fit,
+                "budget": budget,
+                "selection": selection,
+                "estimator": estimator,
+                "5-benchmark mean RMSE": float(np.sqrt(np.mean(error**2))),
+                "llms": len(complete),
+            }
+        )
+    return {"per_benchmark": table, "metabench": pd.DataFrame(mb_rows), "mean": pd.DataFrame(mean_rows)}
+
+
+def markdown(frame: pd.DataFrame, digits: int = 2) -> str:
+    frame = frame.round(digits)
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.to_numpy()]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="one fold, two budgets, no joint fit")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="benchmark_results/score_estimation")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    command = "python benchmarks/score_estimation.py" + (" --quick" if args.quick else "")
+    header = (
+        f"# Full-benchmark scores from few items, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()} "
+        f"({platform.machine()}), commit {commit}, `{command}`\n"
+    )
+    print(header, flush=True)
+    start = time.perf_counter()
+
+    def log(text: str) -> None:
+        print(f"[{time.perf_counter() - start:6.0f} s] {text}", flush=True)
+
+    frames = [per_benchmark(args.quick, args.folds, args.seed, log)]
+    if not args.quick:
+        frames.append(joint(args.quick, args.folds, args.seed, log))
+    predictions = pd.concat(frames, ignore_index=True)
+    predictions.to_csv(out / "predictions.csv", index=False)
+    tables = summarise(predictions)
+    per_bench = tables["per_benchmark"]
+    headline = per_bench[(per_bench["budget"] == "100%") & (per_bench["selection"] == "random")]
+    headline = headline.pivot_table(
+        index=["fit", "estimator"], columns="benchmark", values="rmse"
+    ).reset_index()
+    text = [header]
+    text.append("## RMSE (points) with all of metabench's reduced items, held-out LLMs\n")
+    text.append(markdown(headline) + "\n")
+    text.append(markdown(tables["metabench"].set_index("benchmark").T.reset_index(), 2) + "\n")
+    text.append("## 5-benchmark mean score\n\n" + markdown(tables["mean"]) + "\n")
+    text.append("## Every budget, selection and estimator (RMSE, MAE, 90 % interval coverage)\n")
+    text.append(markdown(per_bench) + "\n")
+    text.append(f"total {time.perf_counter() - start:.0f} s")
+    (out / "results.md").write_text("\n".join(text))
+    print("\n".join(text))
+
+
+if __name__ == "__main__":
+    main()

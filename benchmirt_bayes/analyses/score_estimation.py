@@ -1,0 +1,497 @@
+"""Full-benchmark scores from a few items: ``fit_score_link`` and ``estimate_scores``.
+
+The task as users pose it: a new LLM has answered a small subset of a benchmark's items;
+what is its score on the *whole* benchmark (every item, including items the package never
+saw), and how sure are we? Three steps:
+
+1. **Abilities from the subset.** Each LLM's ability posterior given its answers on the
+   kept items, on a grid over the (one- or two-dimensional) ability space, averaged over
+   posterior draws of the items (item uncertainty integrated):
+   :func:`grid_ability_posterior`.
+2. **A link to the full score, learned from LLMs whose full scores are known**
+   (:func:`fit_score_link`). The fitted items are rarely the whole benchmark (metabench's
+   reduced sets keep 2–10 % of the items, chosen to be informative), so the full score is
+   not an expectation the IRT model can compute; it is learned, per benchmark, by a
+   regression on the features the subset gives: a natural cubic spline of the posterior
+   mean ability (on every dimension), the model's expected score on all fitted items, and
+   the plain mean on the kept items. The training LLMs' features come from the *same*
+   kept items and the same scorer as the new LLMs' will, so the link sees the noise it
+   will meet. This is a posterior-predictive regression rather than a second likelihood
+   term in the model: the model stays a model of item responses, the link is cheap to
+   refit for another subset, and it needs no full scores to fit the items.
+3. **Calibrated intervals.** The regression's out-of-fold residuals (cross-fitting within
+   the training LLMs) are scaled by a fitted local spread and their empirical quantile
+   gives the interval half-width (split-conformal prediction): 90 % intervals cover 90 %
+   of held-out LLMs whatever the residuals' shape.
+
+``estimate_scores`` returns, per LLM and benchmark, the link's estimate with its interval,
+the IRT expectation on the fitted items and the plain mean on the kept items. Without a
+link it returns the IRT estimate of the mean score on all fitted items of each benchmark,
+with posterior intervals.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from benchmirt_bayes.analyses.scoring import ItemDraws
+from benchmirt_bayes.model.response_models import BINARY, linear_predictor
+from benchmirt_bayes.posterior import responses_from_tree
+
+GRID_POINTS = {1: 81, 2: 31}
+"""Grid points per dimension of :func:`grid_ability_posterior`."""
+GRID_LIMIT = 4.0
+SPLINE_KNOTS = 5
+RIDGE = 1e-4
+ITEM_RIDGES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
+"""Ridge penalties (per training LLM) of the link's smooth terms, and the candidates for its
+kept-item answers (chosen per benchmark by the out-of-fold error)."""
+LINK_ATTR = "benchmirt_score_link"
+
+
+# ------------------------------------------------------------ abilities on a grid
+@dataclass(frozen=True)
+class GridPosterior:
+    """Ability posteriors of many LLMs on a shared grid.
+
+    Attributes
+    ----------
+    grid
+        ``(point, dimension)`` grid of abilities.
+    weights
+        ``(unit, point)`` posterior probabilities (rows sum to one), averaged over item draws.
+    expected
+        ``(unit, item)`` posterior expected scores on ``[0, 1]`` of every fitted item.
+
+    """
+
+    grid: np.ndarray
+    weights: np.ndarray
+    expected: np.ndarray
+
+    @property
+    def mean(self) -> np.ndarray:
+        """``(unit, dimension)`` posterior means."""
+        return self.weights @ self.grid
+
+    @property
+    def sd(self) -> np.ndarray:
+        """``(unit, dimension)`` posterior SDs."""
+        second = self.weights @ self.grid**2
+        return np.sqrt(np.maximum(second - self.mean**2, 0.0))
+
+
+def grid_ability_posterior(item_draws: ItemDraws, outcomes: np.ndarray, *, chunk: int = 256) -> GridPosterior:
+    """Ability posteriors of the rows of ``outcomes (unit, item)`` (NaN = not answered).
+
+    ``outcomes`` is in ``item_draws.items`` order. The prior is ``N(0, I)`` (the fitted LLMs'
+    abilities are whitened in the sample); each item draw gives a posterior on the grid and
+    the draws' posteriors are averaged, so item uncertainty widens the result. Works for one
+    or two dimensions and for every response type.
+    """
+    k = item_draws.loading.shape[-1]
+    if k not in GRID_POINTS:
+        raise ValueError(f"grid posteriors are for 1 or 2 dimensions; the fit has {k}")
+    axis = np.linspace(-GRID_LIMIT, GRID_LIMIT, GRID_POINTS[k])
+    grid = np.stack(np.meshgrid(*[axis] * k, indexing="ij"), axis=-1).reshape(-1, k)
+    log_prior = -0.5 * (grid**2).sum(axis=1)
+    outcomes = np.atleast_2d(np.asarray(outcomes, dtype=float))
+    answered = ~np.isnan(outcomes)
+    n_units, n_draws = outcomes.shape[0], item_draws.loading.shape[0]
+    weights = np.zeros((n_units, grid.shape[0]))
+    expected = np.zeros((n_units, outcomes.shape[1]))
+    columns = np.flatnonzero(answered.any(axis=0))
+    layout = item_draws.layout
+    for s in range(n_draws):
+        eta = linear_predictor(grid, item_draws.loading[s], item_draws.intercept[s])  # (point, item)
+        params = layout.at_sample(item_draws.params, s)
+        score = layout.expected_score(eta, params, expand=0)  # (point, item)
+        if layout.is_binary:
+            log_p = BINARY.log_likelihood(1.0, eta[:, columns])  # log P(correct) per point and item
+            log_q = BINARY.log_likelihood(0.0, eta[:, columns])
+            y = np.where(answered[:, columns], outcomes[:, columns], 0.0)
+            seen = answered[:, columns].astype(float)
+            loglik = y @ log_p.T + (seen - y) @ log_q.T  # (unit, point)
+        else:
+            loglik = np.zeros((n_units, grid.shape[0]))
+            sub = layout.take(columns)
+            sub_params = layout.take_parameters(params, columns)
+            for start in range(0, n_units, chunk):
+                rows = outcomes[start : start + chunk][:, columns]
+                cell = sub.log_likelihood(rows[:, None, :], eta[None, :, columns], sub_params, expand=0)
+                loglik[start : start + chunk] = np.nansum(cell, axis=-1)
+        log_post = loglik + log_prior[None, :]
+        log_post -= log_post.max(axis=1, keepdims=True)
+        post = np.exp(log_post)
+        post /= post.sum(axis=1, keepdims=True)
+        weights += post / n_draws
+        expected += post @ score / n_draws
+    return GridPosterior(grid, weights, expected)
+
+
+# ------------------------------------------------------------------ the link
+def natural_spline_basis(x: np.ndarray, knots: np.ndarray) -> np.ndarray:
+    """Natural cubic spline basis at ``x`` (ESL eq. 5.4–5.5): linear beyond the boundary knots."""
+    x = np.asarray(x, dtype=float)
+    knots = np.asarray(knots, dtype=float)
+
+    def d(k: int) -> np.ndarray:
+        return (np.maximum(x - knots[k], 0) ** 3 - np.maximum(x - knots[-1], 0) ** 3) / (knots[-1] - knots[k])
+
+    last = d(len(knots) - 2)
+    columns = [x] + [d(k) - last for k in range(len(knots) - 2)]
+    return np.column_stack(columns)
+
+
+@dataclass
+class BenchmarkLink:
+    """The learned map from a benchmark's subset features to its full score (one benchmark)."""
+
+    items: list[str]
+    knots: list[list[float]]
+    coefficients: dict[str, list[float]]
+    scale_coefficients: list[float]
+    quantile: float
+    spread_floor: float
+    lam: float
+    coverage: float
+    training: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class ScoreLink:
+    """Links per benchmark (:func:`fit_score_link`); stored in a fit's attrs by :func:`with_score_link`."""
+
+    benchmarks: dict[str, BenchmarkLink]
+
+    def to_json(self) -> str:
+        """Plain JSON (stored in attrs)."""
+        return json.dumps({b: asdict(link) for b, link in self.benchmarks.items()})
+
+    @classmethod
+    def from_json(cls, text: str) -> ScoreLink:
+        """Inverse of :meth:`to_json`."""
+        return cls({b: BenchmarkLink(**raw) for b, raw in json.loads(text).items()})
+
+
+def _features(
+    grid: GridPosterior, columns: np.ndarray, outcomes: np.ndarray, scale: np.ndarray, kept: np.ndarray
+) -> dict:
+    """Per-unit features of one benchmark.
+
+    The subset abilities, the IRT expectation on all the benchmark's fitted items, the plain
+    mean on its answered items, and the answers to its kept items themselves (``kept``
+    columns; an unanswered one is filled with its IRT expectation), all on ``[0, 1]``.
+    """
+    seen = ~np.isnan(outcomes[:, columns])
+    with np.errstate(invalid="ignore"):
+        naive = np.nansum(outcomes[:, columns] / scale[columns], axis=1) / seen.sum(axis=1)
+    answers = outcomes[:, kept] / scale[kept]
+    answers = np.where(np.isnan(answers), grid.expected[:, kept], answers)
+    return {
+        "ability": grid.mean,
+        "irt": grid.expected[:, columns].mean(axis=1),
+        "naive": naive,
+        "answers": answers,
+    }
+
+
+def _design(
+    features: dict, knots: list[list[float]], kind: str, item_ridge: float = ITEM_RIDGES[0]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The regression design of one estimator and its per-column ridge penalty."""
+    parts, penalty = [np.ones((features["irt"].shape[0], 1))], [0.0]
+    if kind in ("irt", "package"):
+        for k, knot in enumerate(knots):
+            basis = natural_spline_basis(features["ability"][:, k], np.asarray(knot))
+            parts.append(basis)
+            penalty += [RIDGE] * basis.shape[1]
+        parts.append(features["irt"][:, None])
+        penalty.append(RIDGE)
+    if kind in ("naive", "package"):
+        parts.append(np.nan_to_num(features["naive"], nan=0.5)[:, None])
+        penalty.append(RIDGE)
+    if kind == "package":
+        parts.append(features["answers"])
+        penalty += [item_ridge] * features["answers"].shape[1]
+    return np.column_stack(parts), np.asarray(penalty)
+
+
+def _ridge(design: tuple[np.ndarray, np.ndarray], target: np.ndarray) -> np.ndarray:
+    x, penalty = design
+    gram = x.T @ x + len(target) * np.diag(penalty)
+    return np.linalg.solve(gram, x.T @ target)
+
+
+ESTIMATORS = ("naive", "irt", "blend", "package")
+"""``naive``: the plain mean on the kept items, linearly calibrated to the full score;
+``irt``: the spline of the subset ability and the IRT expectation; ``blend``: the
+tinyBenchmarks idea (a weighted average of the calibrated kept-item mean and the IRT
+prediction, the weight learned on the training LLMs); ``package`` (the default): one
+regression on the IRT terms, the kept mean and, with a stronger ridge penalty, the answers
+to the kept items themselves, so that items whose success tracks the unseen rest of the
+benchmark more (or less) than the model says count accordingly."""
+
+
+def fit_score_link(
+    posterior: xr.DataTree,
+    full_scores: pd.DataFrame | Mapping[str, pd.Series],
+    *,
+    items: Sequence[str] | None = None,
+    responses=None,
+    coverage: float = 0.9,
+    folds: int = 5,
+    n_draws: int = 20,
+    seed: int = 0,
+) -> ScoreLink:
+    """Learn, per benchmark, the map from a subset's features to the full-benchmark score.
+
+    Parameters
+    ----------
+    posterior
+        A fit (its items, with uncertainty, score the subsets).
+    full_scores
+        The known full-benchmark scores (any scale, e.g. percent): a DataFrame indexed by
+        LLM with one column per benchmark, or a mapping benchmark → Series. Benchmarks
+        without scores get no link.
+    items
+        The kept items the new LLMs will answer (default: every fitted item).
+    responses
+        The training LLMs' responses (default: the fit's own data).
+    coverage
+        Coverage of the intervals :func:`estimate_scores` will give.
+    folds
+        Cross-fitting folds for the out-of-fold residuals behind the intervals and the
+        blend weight.
+    n_draws, seed
+        Posterior draws of the items used to score subsets, and the seed that picks them.
+
+    Returns
+    -------
+    ScoreLink
+
+    """
+    if not 0 < coverage < 1:
+        raise ValueError(f"coverage must be in (0, 1), got {coverage!r}")
+    scores = pd.DataFrame(dict(full_scores)) if isinstance(full_scores, Mapping) else full_scores
+    responses = responses if responses is not None else responses_from_tree(posterior)
+    item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
+    kept = list(item_draws.items) if items is None else [str(i) for i in items]
+    outcomes = _outcome_matrix(item_draws, responses, kept)
+    benchmarks = responses_from_tree(posterior).data["benchmark"].to_series().astype(str)
+    bench_of_item = benchmarks.loc[list(item_draws.items)].to_numpy()
+    llms = responses.llms.astype(str)
+    rng = np.random.default_rng(seed)
+    links = {}
+    for name in scores.columns:
+        if name not in set(bench_of_item):
+            continue
+        target = pd.Series(scores[name]).reindex(llms).to_numpy(dtype=float)
+        rows = np.flatnonzero(np.isfinite(target))
+        columns = np.flatnonzero(bench_of_item == name)
+        kept_here = [i for i in kept if benchmarks.get(i) == name]
+        if len(rows) < 5 * folds or not kept_here:
+            continue
+        grid = grid_ability_posterior(item_draws, outcomes[rows])
+        # the answers to every kept item enter the regression: in a joint fit of several
+        # benchmarks the others' items tell about this one's unseen items too
+        kept_columns = item_draws.columns(np.asarray(kept, dtype=str))
+        features = _features(grid, columns, outcomes[rows], item_draws.layout.score_scale, kept_columns)
+        knots = [
+            list(np.quantile(features["ability"][:, k], np.linspace(0.05, 0.95, SPLINE_KNOTS)))
+            for k in range(features["ability"].shape[1])
+        ]
+        links[str(name)] = _fit_benchmark_link(features, target[rows], knots, kept, coverage, folds, rng)
+    return ScoreLink(links)
+
+
+def _fit_benchmark_link(
+    features: dict, target: np.ndarray, knots, kept: list[str], coverage: float, folds: int, rng
+) -> BenchmarkLink:
+    fold_of = rng.permutation(len(target)) % folds
+    candidates = [("naive", 0.0), ("irt", 0.0), *[("package", r) for r in ITEM_RIDGES]]
+    predicted = {key: np.zeros(len(target)) for key in candidates}
+    for f in range(folds):
+        train, test = fold_of != f, fold_of == f
+        part = {key: value[train] for key, value in features.items()}
+        held = {key: value[test] for key, value in features.items()}
+        for kind, ridge in candidates:
+            beta = _ridge(_design(part, knots, kind, ridge), target[train])
+            predicted[kind, ridge][test] = _design(held, knots, kind, ridge)[0] @ beta
+    item_ridge = min(ITEM_RIDGES, key=lambda r: float(np.mean((target - predicted["package", r]) ** 2)))
+    out_of_fold = {"naive": predicted["naive", 0.0], "irt": predicted["irt", 0.0]}
+    out_of_fold["package"] = predicted["package", item_ridge]
+    coefficients = {
+        kind: _ridge(_design(features, knots, kind, item_ridge), target)
+        for kind in ("naive", "irt", "package")
+    }
+    # the blend weight on the calibrated kept-item mean, chosen on out-of-fold predictions
+    a, b = out_of_fold["naive"], out_of_fold["irt"]
+    denominator = float(np.sum((a - b) ** 2))
+    lam = float(np.clip(np.sum((target - b) * (a - b)) / denominator, 0.0, 1.0)) if denominator > 0 else 0.0
+    residual = target - out_of_fold["package"]
+    scale_design = _design(features, knots, "irt")
+    scale_beta = _ridge(scale_design, np.abs(residual))
+    floor = 0.1 * float(np.median(np.abs(residual))) + 1e-9
+    spread = np.maximum(scale_design[0] @ scale_beta, floor)
+    ratio = np.sort(np.abs(residual) / spread)
+    rank = min(len(ratio) - 1, int(np.ceil((len(ratio) + 1) * coverage)) - 1)
+    rmse = {kind: float(np.sqrt(np.mean((target - value) ** 2))) for kind, value in out_of_fold.items()}
+    rmse["blend"] = float(np.sqrt(np.mean((target - (lam * a + (1 - lam) * b)) ** 2)))
+    return BenchmarkLink(
+        items=kept,
+        knots=[list(map(float, k)) for k in knots],
+        coefficients={kind: list(map(float, beta)) for kind, beta in coefficients.items()},
+        scale_coefficients=list(map(float, scale_beta)),
+        quantile=float(ratio[rank]),
+        spread_floor=floor,
+        lam=lam,
+        coverage=coverage,
+        training={f"out_of_fold_rmse_{kind}": value for kind, value in rmse.items()}
+        | {"n_llms": float(len(target)), "item_ridge": item_ridge},
+    )
+
+
+def _outcome_matrix(item_draws: ItemDraws, responses, kept: Sequence[str]) -> np.ndarray:
+    """``(llm, item)`` responses in the item draws' order, NaN outside the kept items."""
+    columns = item_draws.columns(np.asarray(kept, dtype=str))
+    data = responses.data.sel(item=list(np.asarray(item_draws.items)[columns])) if len(kept) else None
+    outcomes = np.full((responses.n_llms, len(item_draws.items)), np.nan)
+    if data is not None:
+        outcomes[:, columns] = data.transpose("llm", "item").values
+    return outcomes
+
+
+def with_score_link(posterior: xr.DataTree, link: ScoreLink) -> xr.DataTree:
+    """A copy of ``posterior`` carrying ``link`` (saved and checked with the fit)."""
+    out = posterior.copy(deep=False)
+    out.attrs = {**posterior.attrs, LINK_ATTR: link.to_json()}
+    return out
+
+
+def estimate_scores(
+    posterior: xr.DataTree,
+    responses_on_subset: pd.DataFrame | Mapping[str, Mapping[str, float]],
+    *,
+    link: ScoreLink | None = None,
+    estimator: str | Sequence[str] = "package",
+    n_draws: int = 20,
+    seed: int = 0,
+    interval: float = 0.9,
+) -> pd.DataFrame:
+    """Full-benchmark score estimates with intervals for LLMs evaluated on a subset of the items.
+
+    Parameters
+    ----------
+    posterior
+        A fit, carrying a link (:func:`with_score_link`) unless ``link`` is given.
+    responses_on_subset
+        ``(llm, item)`` responses: a DataFrame indexed by LLM with item columns (NaN = not
+        asked), or a mapping LLM → {item: response}. Items must be fitted items.
+    link
+        The link to full scores (:func:`fit_score_link`). Without one (and none stored),
+        the estimate is the model's expected mean score on all fitted items of each
+        benchmark, with a posterior interval of width ``interval``.
+    estimator
+        One of :data:`ESTIMATORS` (``"package"``: the default regression on all features),
+        or several (one row per estimator each).
+    n_draws, seed
+        Posterior draws of the items used, and their seed (use the link's).
+    interval
+        Interval width without a link (with one, the link's calibrated coverage applies).
+
+    Returns
+    -------
+    DataFrame
+        One row per (LLM, benchmark): ``estimate``, ``lower``, ``upper``, ``irt_fitted_items``
+        (expected mean score on the fitted items, ``[0, 1]``), ``kept_mean`` (plain mean on
+        the answered items, ``[0, 1]``), ``n_answered`` and ``estimator``.
+
+    """
+    estimators = [estimator] if isinstance(estimator, str) else list(estimator)
+    unknown = [e for e in estimators if e not in ESTIMATORS]
+    if unknown:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {unknown}")
+    if link is None and LINK_ATTR in posterior.attrs:
+        link = ScoreLink.from_json(posterior.attrs[LINK_ATTR])
+    table = responses_on_subset
+    if isinstance(table, Mapping):
+        table = pd.DataFrame(table).T
+    item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
+    columns = item_draws.columns(np.asarray([str(c) for c in table.columns]))
+    outcomes = np.full((len(table), len(item_draws.items)), np.nan)
+    outcomes[:, columns] = table.to_numpy(dtype=float)
+    item_draws.check_responses(columns, outcomes[:, columns])
+    grid = grid_ability_posterior(item_draws, outcomes)
+    benchmarks = responses_from_tree(posterior).data["benchmark"].to_series().astype(str)
+    bench_of_item = benchmarks.loc[list(item_draws.items)].to_numpy()
+    scale = item_draws.layout.score_scale
+    rows = []
+    for name in pd.unique(bench_of_item):
+        cols = np.flatnonzero(bench_of_item == name)
+        bench_link = link.benchmarks.get(name) if link is not None else None
+        kept = (
+            item_draws.columns(np.asarray(bench_link.items, dtype=str))
+            if bench_link is not None
+            else cols[:0]
+        )
+        features = _features(grid, cols, outcomes, scale, kept)
+        n_answered = (~np.isnan(outcomes[:, cols])).sum(axis=1)
+        if bench_link is None:
+            results = {"irt_fitted_items": _irt_interval(grid, item_draws, cols, interval)}
+        else:
+            spread = _design(features, bench_link.knots, "irt")[0] @ np.asarray(bench_link.scale_coefficients)
+            half = bench_link.quantile * np.maximum(spread, bench_link.spread_floor)
+            results = {}
+            for kind in estimators:
+                estimate = _link_estimate(features, bench_link, kind)
+                results[kind] = (estimate, estimate - half, estimate + half)
+        for kind, (estimate, lower, upper) in results.items():
+            for u, llm in enumerate(table.index.astype(str)):
+                rows.append(
+                    {
+                        "llm": llm,
+                        "benchmark": str(name),
+                        "estimate": float(estimate[u]),
+                        "lower": float(lower[u]),
+                        "upper": float(upper[u]),
+                        "irt_fitted_items": float(features["irt"][u]),
+                        "kept_mean": float(features["naive"][u]),
+                        "n_answered": int(n_answered[u]),
+                        "estimator": kind,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def _link_estimate(features: dict, link: BenchmarkLink, estimator: str) -> np.ndarray:
+    def predict(kind: str) -> np.ndarray:
+        return _design(features, link.knots, kind)[0] @ np.asarray(link.coefficients[kind])
+
+    if estimator == "blend":
+        return link.lam * predict("naive") + (1 - link.lam) * predict("irt")
+    return predict(estimator)
+
+
+def _irt_interval(grid: GridPosterior, item_draws: ItemDraws, cols: np.ndarray, interval: float):
+    """Posterior mean and interval of the mean expected score on ``cols`` (on ``[0, 1]``)."""
+    tail = (1 - interval) / 2
+    layout = item_draws.layout
+    n = item_draws.loading.shape[0]
+    per_point = np.zeros(grid.grid.shape[0])  # the mean expected score at each grid point
+    for s in range(n):
+        eta = linear_predictor(grid.grid, item_draws.loading[s][cols], item_draws.intercept[s][cols])
+        params = layout.take_parameters(layout.at_sample(item_draws.params, s), cols)
+        per_point += layout.take(cols).expected_score(eta, params, expand=0).mean(axis=1) / n
+    mean = grid.weights @ per_point
+    order = np.argsort(per_point)
+    cumulative = np.cumsum(grid.weights[:, order], axis=1)
+    lower = per_point[order][np.argmax(cumulative >= tail, axis=1)]
+    upper = per_point[order][np.argmax(cumulative >= 1 - tail, axis=1)]
+    return mean, lower, upper

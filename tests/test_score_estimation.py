@@ -1,0 +1,152 @@
+"""Full-benchmark scores from few items: grid ability posteriors, the learned link, calibrated intervals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import expit
+
+from benchmirt_bayes import (
+    estimate_scores,
+    fit_posterior,
+    fit_score_link,
+    select_items,
+    simulate_benchmirt,
+    with_score_link,
+)
+from benchmirt_bayes.analyses.score_estimation import ScoreLink, grid_ability_posterior, natural_spline_basis
+from benchmirt_bayes.analyses.scoring import ItemDraws
+
+
+@pytest.fixture(scope="module")
+def setting():
+    """400 LLMs; the package sees 40 % of each benchmark's items; full scores use every item."""
+    sim = simulate_benchmirt(scale=0.03, n_llms=400, seed=21)
+    truth = sim.truth
+    prob = expit(truth["ability"].values @ truth["loading"].values.T + truth["intercept"].values)
+    benchmarks = sim.responses.benchmarks
+    full = pd.DataFrame(
+        {b: 100 * prob[:, benchmarks == b].mean(axis=1) for b in sim.responses.benchmark_names},
+        index=sim.responses.llms,
+    )
+    rng = np.random.default_rng(0)
+    seen = [i for b in sim.responses.benchmark_names for i in sim.responses.items[benchmarks == b][::5]]
+    seen += [str(i) for i in rng.choice(sim.responses.items, 200, replace=False) if str(i) not in seen]
+    reduced = sim.responses.subset(items=sorted(set(seen), key=list(sim.responses.items).index))
+    llms = sim.responses.llms
+    train, test = llms[:300], llms[300:]
+    fit = fit_posterior(
+        reduced.subset(llms=list(train)),
+        2,
+        method="advi",
+        random_seed=3,
+        progressbar=False,
+        advi={"draws": 100},
+    )
+    return sim, reduced, full, train, test, fit
+
+
+def test_grid_posterior_matches_the_abilities_of_the_fit(setting):
+    _, reduced, _, train, _, fit = setting
+    draws = ItemDraws.from_posterior(fit, 10)
+    outcomes = reduced.data.sel(llm=list(train[:40]), item=list(draws.items)).values
+    grid = grid_ability_posterior(draws, outcomes)
+    fitted = fit["posterior"]["ability"].mean(("chain", "draw")).sel(llm=list(train[:40])).values
+    for k in range(2):
+        assert np.corrcoef(grid.mean[:, k], fitted[:, k])[0, 1] > 0.97
+    assert np.allclose(grid.weights.sum(axis=1), 1) and (grid.sd > 0).all()
+    empty = grid_ability_posterior(draws, np.full((1, len(draws.items)), np.nan))
+    np.testing.assert_allclose(empty.mean, 0.0, atol=1e-9)  # no answers: the prior
+
+
+def test_link_estimates_full_scores_of_held_out_llms_with_calibrated_intervals(setting):
+    _, reduced, full, train, test, fit = setting
+    kept = list(select_items(fit, n_items=48, method="information", n_draws=20))
+    link = fit_score_link(fit, full.loc[train], items=kept, n_draws=10)
+    assert set(link.benchmarks) == set(reduced.benchmark_names)
+    answers = reduced.data.sel(llm=list(test), item=kept).to_pandas()
+    table = estimate_scores(
+        fit, answers, link=link, estimator=["package", "naive", "irt", "blend"], n_draws=10
+    )
+    table["truth"] = [full.loc[llm, b] for llm, b in zip(table["llm"], table["benchmark"], strict=True)]
+    error = (table["estimate"] - table["truth"]).abs()
+    rmse = table.assign(e2=error**2).groupby("estimator")["e2"].mean() ** 0.5
+    raw = ((100 * table["kept_mean"] - table["truth"]) ** 2).mean() ** 0.5
+    assert rmse["package"] < 0.6 * raw  # the model-based link beats the plain mean of the kept items
+    assert rmse["package"] <= rmse["naive"] + 0.1
+    package = table[table["estimator"] == "package"]
+    covered = ((package["lower"] <= package["truth"]) & (package["truth"] <= package["upper"])).mean()
+    assert 0.8 <= covered <= 0.97
+    assert (package["n_answered"] <= 48).all()
+
+
+def test_a_stored_link_travels_with_the_fit_and_without_one_the_irt_estimate_is_given(setting, tmp_path):
+    from benchmirt_bayes import load_posterior, save_posterior
+
+    _, reduced, full, train, test, fit = setting
+    kept = list(reduced.items[:60])
+    link = fit_score_link(fit, full.loc[train], items=kept, n_draws=5)
+    stored = load_posterior(save_posterior(with_score_link(fit, link), tmp_path / "fit.nc"))
+    answers = reduced.data.sel(llm=list(test[:5]), item=kept).to_pandas()
+    a = estimate_scores(stored, answers, n_draws=5)
+    b = estimate_scores(fit, answers, link=ScoreLink.from_json(link.to_json()), n_draws=5)
+    pd.testing.assert_frame_equal(a, b)
+    plain = estimate_scores(fit, answers, n_draws=5)
+    assert set(plain["estimator"]) == {"irt_fitted_items"}
+    assert ((plain["lower"] <= plain["estimate"]) & (plain["estimate"] <= plain["upper"])).all()
+    assert plain["estimate"].between(0, 1).all()
+    with pytest.raises(KeyError, match="not in the fitted posterior"):
+        estimate_scores(fit, pd.DataFrame({"no_such_item": [1.0]}, index=["x"]))
+
+
+def test_natural_spline_is_linear_beyond_the_boundary_knots():
+    knots = np.array([-1.0, 0.0, 1.0, 2.0])
+    x = np.array([3.0, 4.0, 5.0])
+    basis = natural_spline_basis(x, knots)
+    np.testing.assert_allclose(np.diff(basis, 2, axis=0), 0.0, atol=1e-9)
+
+
+def test_select_writes_item_ids_per_benchmark_for_an_evaluation_harness(setting, tmp_path):
+    from benchmirt_bayes import save_posterior
+    from benchmirt_bayes.cli import main
+
+    _, reduced, _, _, _, fit = setting
+    path = save_posterior(fit, tmp_path / "fit.nc")
+    out = tmp_path / "subset.json"
+    assert main(["select", str(path), "--n-items", "30", "--method", "information", "--out", str(out)]) == 0
+    document = json.loads(out.read_text())
+    ids = [i for items in document["benchmarks"].values() for i in items]
+    assert len(ids) == 30 == document["n_items"] and set(ids) <= set(reduced.items)
+    bench = reduced.data["benchmark"].to_series()
+    assert all(bench[i] == b for b, items in document["benchmarks"].items() for i in items)
+    text = tmp_path / "subset.txt"
+    assert main(["select", str(path), "--n-items", "10", "--method", "random", "--out", str(text)]) == 0
+    assert len(text.read_text().split()) == 10
+
+
+def test_link_and_score_commands(setting, tmp_path):
+    from benchmirt_bayes import save_posterior
+    from benchmirt_bayes.cli import main
+
+    _, reduced, full, train, test, fit = setting
+    path = save_posterior(fit, tmp_path / "fit.nc")
+    full.loc[train].rename_axis("llm").reset_index().to_csv(tmp_path / "full.csv", index=False)
+    subset = tmp_path / "subset.txt"
+    assert main(["select", str(path), "--n-items", "40", "--method", "random", "--out", str(subset)]) == 0
+    linked = tmp_path / "linked.nc"
+    args = ["link", str(path), "--full-scores", str(tmp_path / "full.csv"), "--items", str(subset)]
+    assert main([*args, "--draws", "5", "--out", str(linked)]) == 0
+    kept = subset.read_text().split()
+    answers = reduced.data.sel(llm=list(test[:3]), item=kept).to_pandas().rename_axis("llm").reset_index()
+    answers.to_csv(tmp_path / "new.csv", index=False)
+    out = tmp_path / "scores.csv"
+    assert main(["score", str(linked), str(tmp_path / "new.csv"), "--draws", "5", "--out", str(out)]) == 0
+    table = pd.read_csv(out)
+    assert set(table["quantity"]) == {"ability", "benchmark_score", "full_benchmark_score"}
+    assert table[table["quantity"] == "full_benchmark_score"]["llm"].nunique() == 3
+    ranking = tmp_path / "ranking.csv"
+    assert main(["rank", str(path), "--within", "benchmark", "--out", str(ranking)]) == 0
+    assert len(pd.read_csv(ranking)) == reduced.n_items
