@@ -160,7 +160,7 @@ def main() -> None:
     )
     start = time.perf_counter()
     planted = simulate_benchmirt(scale=args.scale, seed=args.seed, audits=PLAN)
-    clean = simulate_benchmirt(scale=args.scale, seed=args.seed + 1)
+    clean = simulate_benchmirt(scale=args.scale, seed=args.seed + 1, audits=AuditPlan())  # families only
     planted_fit, clean_fit = fit(planted.responses, args.method), fit(clean.responses, args.method)
     print(
         f"{planted.responses} and {clean.responses} fitted in {time.perf_counter() - start:.0f} s\n",

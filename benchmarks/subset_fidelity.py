@@ -1,11 +1,13 @@
 """Subset fidelity on the built-in simulated set (100 LLMs × 34,312 items): three selection methods.
 
-Fits 2 dimensions with ADVI on the full data (saved, reused when present), then for 1, 5, 10,
+Fits 2 dimensions with ADVI on the full data (saved, reused when present; ``--scale`` below 1
+simulates a reduced set with the built-in seed instead), then for 1, 5, 10,
 25 and 50 % of the items re-estimates every LLM's abilities from the kept items (items held at
 their posterior) and reports correlations with the full-data abilities, the full benchmark
 means and the true abilities.
 
     python benchmarks/subset_fidelity.py --out subset_fidelity.csv --repeats 3
+    python benchmarks/subset_fidelity.py --scale 0.1 --repeats 2     # minutes
 """
 
 from __future__ import annotations
@@ -16,14 +18,22 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmirt_bayes import evaluate_subset, fidelity_summary, fit_posterior, load_posterior, save_posterior
-from benchmirt_bayes.simulation.datasets import load_builtin
+from benchmirt_bayes import (
+    evaluate_subset,
+    fidelity_summary,
+    fit_posterior,
+    load_posterior,
+    save_posterior,
+    simulate_benchmirt,
+)
+from benchmirt_bayes.simulation.datasets import BUILTIN_SEED, load_builtin
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--scale", type=float, default=1.0, help="share of the built-in set's items")
     parser.add_argument("--fit", default="builtin_advi_2d.nc", help="fit file (made if missing)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--draws", type=int, default=30, help="posterior draws used per subset")
@@ -31,7 +41,7 @@ def main() -> None:
     parser.add_argument("--executor", default="serial", choices=["serial", "auto"])
     parser.add_argument("--out", default="subset_fidelity.csv")
     args = parser.parse_args()
-    sim = load_builtin()
+    sim = load_builtin() if args.scale == 1 else simulate_benchmirt(scale=args.scale, seed=BUILTIN_SEED)
     start = time.perf_counter()
     if Path(args.fit).exists():
         fit = load_posterior(args.fit, responses=sim.responses)

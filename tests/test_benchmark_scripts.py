@@ -62,3 +62,30 @@ def test_minibatch_scale_smoke_run_reports_recovery(tmp_path):
     assert summary["cells"] == 200 * 2000 and summary["epochs"] >= 3
     assert summary["recovery_r"]["ability"] > 0.95
     assert summary["seconds_per_epoch_after_first"] > 0
+
+
+def _run_all_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_all", ROOT / "benchmarks" / "run_all.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["run_all"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_run_all_stamps_each_section_and_keeps_the_others_with_only(tmp_path):
+    run_all = _run_all_module()
+    script = tmp_path / "tiny.py"
+    script.write_text("import sys\nprint('| a | b |\\n|---|---|\\n| 1 |', sys.argv[1], '|')\n")
+    bench = run_all.Benchmark("tiny", "A tiny table", str(script), ("quick-arg",), ("full-arg",))
+    failing = run_all.Benchmark("broken", "Fails", str(script), ("x",), None)
+    section = run_all.run(bench, True, tmp_path / "work", tmp_path)
+    assert "## A tiny table" in section and "| 1 | quick-arg |" in section
+    assert " UTC · " in section and "commit " in section and "quick-arg`" in section
+    assert "Not run by this command" in run_all.run(failing, False, tmp_path / "work", tmp_path)
+    results = tmp_path / "RESULTS.md"
+    run_all.write({"tiny": section, "other": "<!-- section: other -->\n## Other\n\nkept\n"}, results)
+    sections = run_all.existing_sections(results)
+    assert set(sections) == {"tiny", "other"} and sections["other"].strip().endswith("kept")
+    assert [b.name for b in run_all.BENCHMARKS if b.full is None] == []

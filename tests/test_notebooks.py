@@ -1,6 +1,7 @@
 """Every notebook runs top to bottom with small parameters (BENCHMIRT_NB_SMALL=1)."""
 
 import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -24,13 +25,25 @@ def test_notebook_runs(path, monkeypatch):
         "notebooks are committed without outputs"
     )
     monkeypatch.setenv("BENCHMIRT_NB_SMALL", "1")
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    # the kernel's own inline backend, as in Jupyter (CI's MPLBACKEND=Agg would hide every figure)
+    monkeypatch.delenv("MPLBACKEND", raising=False)
     client = NotebookClient(
         book, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     )
     client.execute()
     errors = [o for c in book.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
+    # every cell that draws a figure shows it (importing the package leaves the backend alone)
+    drawing = [c for c in book.cells if c.cell_type == "code" and FIGURE_CALL.search(c.source)]
+    blank = [c.source.splitlines()[0] for c in drawing if not any(_is_image(o) for o in c.outputs)]
+    assert not blank, f"cells that draw a figure but show none: {blank}"
+
+
+FIGURE_CALL = re.compile(r"plt\.subplots|plot_\w+\(|az\.plot_")
+
+
+def _is_image(output) -> bool:
+    return "image/png" in output.get("data", {})
 
 
 def test_there_are_notebooks():

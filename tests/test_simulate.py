@@ -81,3 +81,13 @@ def test_stored_copy_regenerates_identically(tmp_path):
     assert stored.responses.data_hash() == again.responses.data_hash()
     np.testing.assert_allclose(stored.truth["loading"].values, again.truth["loading"].values, rtol=1e-6)
     assert STORED_SIMULATION.stat().st_size < 5 * 2**20
+
+
+def test_an_empty_audit_plan_gives_families_and_the_same_responses():
+    from benchmirt_bayes import AuditPlan
+
+    plain = simulate_benchmirt(scale=0.002, n_llms=30, seed=8)
+    clean = simulate_benchmirt(scale=0.002, n_llms=30, seed=8, audits=AuditPlan())
+    assert np.array_equal(plain.responses.values, clean.responses.values, equal_nan=True)
+    assert set(clean.responses.llm_metadata()["family"]) <= {"alpha", "beta", "gamma"}
+    assert not clean.truth["flipped"].values.any() and not (clean.truth["dif_shift"].values != 0).any()

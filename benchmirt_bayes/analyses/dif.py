@@ -27,6 +27,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.special import logsumexp
 from scipy.stats import norm
 
 from benchmirt_bayes.analyses.predictive import DrawCells
@@ -182,8 +183,7 @@ def _two_group_fit(delta: np.ndarray, sd: np.ndarray) -> tuple[float, float]:
     for tau in np.geomspace(0.05, 5.0, 40):
         alternative = norm.logpdf(delta, 0.0, np.sqrt(sd**2 + tau**2))
         for pi0 in np.linspace(0.02, 1.0, 50):
-            with np.errstate(divide="ignore"):
-                value = np.logaddexp(np.log(pi0) + null, np.log1p(-pi0) + alternative).sum()
+            value = _log_mixture(null, alternative, pi0).sum()
             if value > best[0]:
                 best = (value, pi0, tau)
     return float(best[1]), float(best[2])
@@ -192,9 +192,14 @@ def _two_group_fit(delta: np.ndarray, sd: np.ndarray) -> tuple[float, float]:
 def _local_fdr(delta: np.ndarray, sd: np.ndarray, pi0: float, tau: float) -> np.ndarray:
     if pi0 >= 1.0:
         return np.ones_like(delta)
-    null = np.log(pi0) + norm.logpdf(delta, 0.0, sd)
-    alternative = np.log1p(-pi0) + norm.logpdf(delta, 0.0, np.sqrt(sd**2 + tau**2))
-    return np.exp(null - np.logaddexp(null, alternative))
+    null = norm.logpdf(delta, 0.0, sd)
+    alternative = norm.logpdf(delta, 0.0, np.sqrt(sd**2 + tau**2))
+    return np.exp(np.log(pi0) + null - _log_mixture(null, alternative, pi0))
+
+
+def _log_mixture(null: np.ndarray, alternative: np.ndarray, pi0: float) -> np.ndarray:
+    """``log(π₀ e^null + (1 − π₀) e^alternative)`` elementwise, exact at ``π₀ = 1``."""
+    return logsumexp(np.stack([null, alternative]), b=np.array([[pi0], [1.0 - pi0]]), axis=0)
 
 
 def bayesian_fdr_selection(lfdr: np.ndarray, level: float) -> np.ndarray:

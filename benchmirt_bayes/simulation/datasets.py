@@ -12,10 +12,14 @@ from benchmirt_bayes.simulation.simulate import SimulatedBenchmark, simulate_ben
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 STORED_SIMULATION = DATA_DIR / "benchmirt_simulated.nc"
-REGENERATE_COMMAND = "benchmirt simulate --scale 1.0 --seed 20260301 --out data/benchmirt_simulated.nc"
+BUILTIN_SEED = 20260301
+"""Seed of the stored built-in set (and of reduced versions made with the same design)."""
+REGENERATE_COMMAND = f"benchmirt simulate --scale 1.0 --seed {BUILTIN_SEED} --out data/benchmirt_simulated.nc"
 
 
-def write_simulated(path: str | Path, *, scale: float = 1.0, n_llms: int = 100, seed: int = 20260301) -> Path:
+def write_simulated(
+    path: str | Path, *, scale: float = 1.0, n_llms: int = 100, seed: int = BUILTIN_SEED
+) -> Path:
     """Simulate and write responses and truth to one compressed netCDF file."""
     sim = simulate_benchmirt(scale=scale, n_llms=n_llms, seed=seed)
     path = Path(path)

@@ -163,6 +163,9 @@ def simulate_benchmirt(
         stream of their own; the LLMs then carry metadata ``family``, ``variant`` and
         ``base_of``, and the truth records every planted finding (``pair_base``,
         ``pair_modified``, ``pair_shift``, ``contaminated``, ``dif_shift``, ``flipped``).
+        An empty ``AuditPlan()`` plants nothing but gives the LLMs their families (the
+        clean set on which the audits' false-positive rates are measured); the responses
+        are those of ``audits=None``.
 
     Returns
     -------
@@ -219,7 +222,7 @@ def simulate_benchmirt(
     )
     type_truth = _type_parameters(layout, rng)
     llms = np.array([f"llm_{j:03d}" for j in range(n_llms)])
-    plan = audits if audits is not None and audits.any else None
+    plan = audits  # an empty plan plants nothing but still gives every LLM a family
     if plan is not None:
         plant_rng = np.random.default_rng([seed, 20240])
         planted = plant_abilities(plan, ability, llms, plant_rng)

@@ -1,0 +1,335 @@
+"""Run every benchmark script and write ``benchmarks/RESULTS.md``: every measured figure, one command.
+
+Each script runs in its own process (its stdout is kept in ``--logs``) and becomes one section
+of RESULTS.md, stamped with the date, the machine (host, cores, memory, load when it started:
+a load well above 0 means the cores were shared), the commit (``+changes`` when the tree was
+not clean) and the exact command. ``--quick`` runs every script at its minutes-scale size
+(about 40 minutes on 2 cores in all); without it the scripts run at the sizes the README
+quotes (hours). ``--only NAME ...`` reruns some sections and keeps the others as they are,
+each with its own stamp.
+
+    python benchmarks/run_all.py --quick          # minutes-scale sizes, every section
+    python benchmarks/run_all.py                  # full sizes (hours)
+    python benchmarks/run_all.py --only harness   # one section again
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "RESULTS.md"
+SECTION = re.compile(r"^<!-- section: (?P<name>[\w-]+) -->$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One script: what it measures, its quick and full arguments, and where its tables are."""
+
+    name: str
+    title: str
+    script: str
+    quick: tuple[str, ...] | None
+    full: tuple[str, ...] | None
+    """``None``: not run at that size by this command (the section says so)."""
+    table_file: str | None = None
+    """A Markdown file the script writes under ``{out}`` (else its stdout is the section)."""
+    fenced: bool = False
+    """Whether the script's stdout is plain text (shown as a code block) rather than Markdown."""
+    note: str = ""
+
+
+BENCHMARKS = (
+    Benchmark(
+        "harness",
+        "Speed: the package's NUTS and ADVI against a plain PyMC model",
+        "harness.py",
+        (
+            "--sizes",
+            "S",
+            "--draws",
+            "500",
+            "--tune",
+            "500",
+            "--configs",
+            "reference_pymc",
+            "package_nuts",
+            "package_nuts_advi_init",
+            "package_nuts_depth5_thin2",
+            "package_advi",
+            "minibatch_advi",
+            "logp_grad",
+            "--out",
+            "{out}",
+        ),
+        (
+            "--sizes",
+            "S",
+            "M",
+            "--draws",
+            "1500",
+            "--tune",
+            "500",
+            "--configs",
+            "reference_pymc",
+            "package_nuts",
+            "package_nuts_advi_init",
+            "package_nuts_depth5_thin2",
+            "package_advi",
+            "minibatch_advi",
+            "logp_grad",
+            "--out",
+            "{out}",
+        ),
+        table_file="harness.md",
+        note="S = 100 LLMs × 1,003 items, M = 100 × 5,001 (87k / 436k training cells). The "
+        "`package_nuts` row calls `fit_posterior` with no speed arguments; `default_vs_best_wall` "
+        "is its wall time over the fastest NUTS row's. py-irt rows need `--pyirt-python` "
+        "(benchmarks/README.md) and are not part of this command.",
+    ),
+    Benchmark(
+        "typed_logp_grad",
+        "One log density + gradient per response type against hand-written NumPy",
+        "typed_logp_grad.py",
+        ("--repeats", "20"),
+        (),
+    ),
+    Benchmark(
+        "continuous_vs_rounded",
+        "StrongREJECT kept continuous vs rounded to 0/1",
+        "continuous_vs_rounded.py",
+        ("--smoke",),
+        (),
+    ),
+    Benchmark(
+        "audit_calibration",
+        "Audits on planted simulations: recovery and false-positive rates",
+        "audit_calibration.py",
+        ("--scale", "0.1"),
+        (),
+    ),
+    Benchmark(
+        "advi_optima",
+        "Do ADVI fits reach their optimum? Seeds, collapsed dimensions, choose_n_dims",
+        "advi_optima.py",
+        ("--quick",),
+        (),
+    ),
+    Benchmark(
+        "score_estimation",
+        "Full-benchmark scores from few items (Open LLM Leaderboard), against metabench",
+        "score_estimation.py",
+        ("--quick", "--out", "{out}"),
+        ("--out", "{out}"),
+        table_file="results.md",
+    ),
+    Benchmark(
+        "subset_fidelity",
+        "How few items keep the picture: subset fidelity on the built-in set",
+        "subset_fidelity.py",
+        (
+            "--scale",
+            "0.1",
+            "--repeats",
+            "2",
+            "--fit",
+            "{out}/fit.nc",
+            "--results-dir",
+            "{out}/subsets",
+            "--out",
+            "{out}/subset_fidelity.csv",
+        ),
+        (
+            "--repeats",
+            "3",
+            "--fit",
+            "{out}/fit.nc",
+            "--results-dir",
+            "{out}/subsets",
+            "--out",
+            "{out}/subset_fidelity.csv",
+        ),
+        fenced=True,
+    ),
+    Benchmark(
+        "adaptive_testing",
+        "A new LLM after a few items: adaptive vs random item order",
+        "adaptive_testing.py",
+        (
+            "--scale",
+            "0.1",
+            "--llms",
+            "5",
+            "--budget",
+            "40",
+            "--fit",
+            "{out}/fit.nc",
+            "--out",
+            "{out}/adaptive_testing.csv",
+        ),
+        ("--llms", "10", "--budget", "40", "--fit", "{out}/fit.nc", "--out", "{out}/adaptive_testing.csv"),
+        fenced=True,
+    ),
+    Benchmark(
+        "cluster_sweep",
+        "Many fits: a cross-validation sweep serial vs on a local Dask cluster",
+        "cluster_sweep.py",
+        ("--scale", "0.005", "--llms", "40", "--folds", "4"),
+        ("--scale", "0.005", "--llms", "40", "--folds", "10"),
+        fenced=True,
+    ),
+    Benchmark(
+        "minibatch_scale",
+        "Minibatch ADVI beyond memory: 10,000 LLMs × 100,000 items",
+        "minibatch_scale.py",
+        ("--smoke",),
+        (),
+        fenced=True,
+    ),
+    Benchmark(
+        "full_scale_advi_report",
+        "ADVI and the HTML report on the full built-in set (100 × 34,312)",
+        "full_scale_advi_report.py",
+        None,
+        ("--out", "{out}"),
+        fenced=True,
+    ),
+    Benchmark(
+        "full_scale_nuts",
+        "NUTS on the full built-in set (100 × 34,312) on CPU",
+        "full_scale_nuts.py",
+        ("--tune", "20", "--draws", "20", "--init", "prior", "--max-treedepth", "1", "--out", "{out}"),
+        ("--out", "{out}"),
+        fenced=True,
+        note="The quick run checks only that the full-size path runs (trees capped at depth 1: "
+        "its R-hat means nothing); the full run is the figure.",
+    ),
+)
+
+
+def machine() -> str:
+    """Host, processor, cores and memory of this machine, in one line."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        memory = float("nan")
+    return f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores, {memory:.0f} GiB)"
+
+
+def commit() -> str:
+    """Short commit of the working tree, ``+changes`` when it differs from that commit."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=ROOT
+    )
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+
+
+def run(bench: Benchmark, quick: bool, work: Path, logs: Path) -> str:
+    """Run one script and return its RESULTS.md section."""
+    arguments = bench.quick if quick else bench.full
+    out = work / bench.name
+    out.mkdir(parents=True, exist_ok=True)
+    header = f"<!-- section: {bench.name} -->\n## {bench.title}\n\n"
+    if arguments is None:
+        return header + "Not run by this command at this size.\n"
+    argv = [a.replace("{out}", str(out)) for a in arguments]
+    shown = [a.replace("{out}", f"OUT/{bench.name}") for a in arguments]
+    command = " ".join(["python", f"benchmarks/{bench.script}", *map(shlex.quote, shown)])
+    load = os.getloadavg()[0]
+    started = datetime.now(UTC)
+    begin = time.perf_counter()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "OPENBLAS_NUM_THREADS": "1"}
+    result = subprocess.run(
+        [sys.executable, str(HERE / bench.script), *argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
+    seconds = time.perf_counter() - begin
+    (logs / f"{bench.name}.log").write_text(result.stdout + "\n--- stderr ---\n" + result.stderr)
+    stamp = (
+        f"*{started:%Y-%m-%d %H:%M} UTC · {machine()} · load {load:.1f} at start · commit {commit()} · "
+        f"{seconds / 60:.1f} min · `{command}`*\n\n"
+    )
+    if result.returncode != 0:
+        tail = result.stderr.strip().splitlines()[-15:]
+        body = f"**Failed** (exit {result.returncode}); the end of its error output:\n\n```\n"
+        return header + stamp + body + "\n".join(tail) + "\n```\n"
+    table = out / bench.table_file if bench.table_file else None
+    body = table.read_text() if table is not None and table.exists() else result.stdout
+    if bench.fenced:
+        body = f"```text\n{body.strip()}\n```"
+    else:
+        body = re.sub(r"^# ", "### ", body.strip(), flags=re.MULTILINE)  # scripts' own titles nest here
+    note = f"{bench.note}\n\n" if bench.note else ""
+    return header + stamp + note + body + "\n"
+
+
+def existing_sections(results: Path) -> dict[str, str]:
+    """The sections of an existing RESULTS.md, by name."""
+    if not results.exists():
+        return {}
+    text = results.read_text()
+    marks = list(SECTION.finditer(text))
+    return {
+        m.group("name"): text[m.start() : marks[i + 1].start() if i + 1 < len(marks) else len(text)].strip()
+        + "\n"
+        for i, m in enumerate(marks)
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="minutes-scale sizes")
+    parser.add_argument("--only", nargs="+", choices=[b.name for b in BENCHMARKS], default=None)
+    parser.add_argument("--work", default="benchmark_results/run_all", help="scripts' output folders")
+    parser.add_argument("--results", default=str(RESULTS), help="the Markdown file to write")
+    args = parser.parse_args()
+    work = Path(args.work).resolve()
+    results = Path(args.results)
+    logs = work / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    sections = existing_sections(results) if args.only else {}
+    for bench in BENCHMARKS:
+        if args.only and bench.name not in args.only:
+            continue
+        print(f"running {bench.name} ...", flush=True)
+        sections[bench.name] = run(bench, args.quick, work, logs)
+        write(sections, results)
+        print(sections[bench.name].splitlines()[3], flush=True)
+    write(sections, results)
+
+
+def write(sections: dict[str, str], results: Path) -> None:
+    """RESULTS.md with the sections in the order of ``BENCHMARKS`` (any others after them)."""
+    intro = (
+        "# Measured results\n\n"
+        "Every figure the README quotes, as the scripts in `benchmarks/` printed it. Written by\n"
+        "`python benchmarks/run_all.py` (`--quick`: minutes-scale sizes); each section says when,\n"
+        "on which machine and commit, and with which command it ran. `OUT` is the command's work\n"
+        "folder (`--work`, default `benchmark_results/run_all`, where each script's logs are kept).\n\n"
+    )
+    known = [b.name for b in BENCHMARKS]
+    ordered = [sections[name] for name in known if name in sections]
+    ordered += [text for name, text in sections.items() if name not in known]
+    results.write_text(intro + "\n".join(ordered))
+
+
+if __name__ == "__main__":
+    main()
