@@ -91,3 +91,14 @@ def test_an_empty_audit_plan_gives_families_and_the_same_responses():
     assert np.array_equal(plain.responses.values, clean.responses.values, equal_nan=True)
     assert set(clean.responses.llm_metadata()["family"]) <= {"alpha", "beta", "gamma"}
     assert not clean.truth["flipped"].values.any() and not (clean.truth["dif_shift"].values != 0).any()
+
+
+def test_contamination_never_touches_the_llms_of_planted_pairs():
+    from benchmirt_bayes import AuditPlan
+
+    plan = AuditPlan(n_pairs=10, n_contaminated=40)
+    sim = simulate_benchmirt(scale=0.01, seed=20260301, audits=plan)
+    cells = sim.truth["contaminated"].to_series()
+    contaminated = {llm for llm, _ in cells[cells].index}
+    paired = set(sim.truth["pair_base"].values) | set(sim.truth["pair_modified"].values)
+    assert len(cells[cells]) == 40 and not contaminated & paired

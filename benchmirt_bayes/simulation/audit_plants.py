@@ -10,7 +10,8 @@ a given seed, and ``audits=None`` gives exactly the data of earlier versions.
 * **Contamination**: ``n_contaminated`` LLM × benchmark cells in which the LLM answers the
   hardest ``contamination_share`` of the benchmark's items correctly whatever its ability
   (it has seen them). Cells are drawn among LLMs below the 75th percentile of ability on the
-  benchmark's main dimension, where seeing the items changes what they get right.
+  benchmark's main dimension, where seeing the items changes what they get right, and never
+  among the LLMs of planted pairs (so each planted effect is measured alone).
 * **DIF**: LLMs get a ``family`` (three families, half of the LLMs in the focal one); for
   ``n_dif_items`` binary items of moderate difficulty the focal family's logits are shifted
   by ``±dif_shift`` (equal ability, different success).
@@ -161,10 +162,13 @@ def contaminate(
     binary: np.ndarray,
     n_base: int,
     rng: np.random.Generator,
+    exclude: np.ndarray | None = None,
 ) -> np.ndarray:
     """Set the hardest items of planted LLM × benchmark cells to correct; the cells as a mask.
 
-    Returns a boolean ``(llm, benchmark)`` mask, benchmarks in the order they first appear.
+    LLMs in ``exclude`` (the base LLMs of planted pairs) are never contaminated, so a pair's
+    comparison measures the planted shift alone. Returns a boolean ``(llm, benchmark)`` mask,
+    benchmarks in the order they first appear.
     """
     names = list(dict.fromkeys(benchmarks))
     mask = np.zeros((ability.shape[0], len(names)), dtype=bool)
@@ -177,7 +181,7 @@ def contaminate(
         main = int(np.argmax(np.abs(direction)))
         along = ability[:n_base, main] * np.sign(direction[main])
         weak = np.flatnonzero(along < np.quantile(along, 0.75))
-        candidates.extend((j, b) for j in weak)
+        candidates.extend((j, b) for j in weak if exclude is None or j not in exclude)
     if plan.n_contaminated > len(candidates):
         raise ValueError(f"n_contaminated={plan.n_contaminated} exceeds the {len(candidates)} eligible cells")
     for index in rng.choice(len(candidates), size=plan.n_contaminated, replace=False):

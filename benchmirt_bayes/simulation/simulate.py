@@ -234,8 +234,9 @@ def simulate_benchmirt(
         eta = eta + dif_logit
     responses = layout.draw(eta, layout.parameters(type_truth), rng)
     if plan is not None:
+        paired = np.flatnonzero(np.isin(llms[:n_llms], [base for base, _ in planted.pairs]))
         contaminated = contaminate(
-            plan, responses, ability, loading, intercept, benchmarks_arr, binary, n_llms, plant_rng
+            plan, responses, ability, loading, intercept, benchmarks_arr, binary, n_llms, plant_rng, paired
         )
         groups = np.char.add(np.char.add(benchmarks_arr.astype(str), "/"), np.array(subgroups, dtype=str))
         flipped = flip_keys(plan, responses, binary, loading, groups, plant_rng)
