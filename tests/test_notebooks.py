@@ -28,7 +28,11 @@ def test_notebook_runs(path, monkeypatch):
     # the kernel's own inline backend, as in Jupyter (CI's MPLBACKEND=Agg would hide every figure)
     monkeypatch.delenv("MPLBACKEND", raising=False)
     client = NotebookClient(
-        book, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        book,
+        timeout=900,
+        startup_timeout=300,  # a kernel starts slowly on a loaded 2-core machine
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
     errors = [o for c in book.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
