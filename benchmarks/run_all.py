@@ -1,12 +1,12 @@
 """Run every benchmark script and write ``benchmarks/RESULTS.md``: every measured figure, one command.
 
-Each script runs in its own process (its stdout is kept in ``--logs``) and becomes one section
+Each script runs in its own process and becomes one section
 of RESULTS.md, stamped with the date, the machine (host, cores, memory, load when it started:
 a load well above 0 means the cores were shared), the commit (``+changes`` when the tree was
 not clean) and the exact command. ``--quick`` runs every script at its minutes-scale size
-(about 40 minutes on 2 cores in all); without it the scripts run at the sizes the README
-quotes (hours). ``--only NAME ...`` reruns some sections and keeps the others as they are,
-each with its own stamp.
+(each section's stamp gives its time); without it the scripts run at full size (hours).
+``--only NAME ...`` reruns some sections and keeps the others as they are, each with its own
+stamp. Its stdout logs are under ``--work``.
 
     python benchmarks/run_all.py --quick          # minutes-scale sizes, every section
     python benchmarks/run_all.py                  # full sizes (hours)
