@@ -182,10 +182,16 @@ def machine() -> str:
 
 
 def commit() -> str:
-    """Short commit of the working tree, ``+changes`` when it differs from that commit."""
+    """Short commit of the working tree, ``+changes`` when it differs from that commit.
+
+    RESULTS.md itself does not count: this command rewrites it as it goes.
+    """
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=ROOT
+        ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/RESULTS.md"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
