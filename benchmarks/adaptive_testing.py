@@ -25,10 +25,9 @@ from benchmirt_bayes import (
     load_posterior,
     save_posterior,
     score_llm,
-    simulate_benchmirt,
 )
 from benchmirt_bayes.model.response_models import BinaryLogistic, linear_predictor
-from benchmirt_bayes.simulation.datasets import BUILTIN_SEED, load_builtin
+from benchmirt_bayes.simulation.datasets import builtin_set
 
 
 def main() -> None:
@@ -42,7 +41,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--out", default="adaptive_testing.csv")
     args = parser.parse_args()
-    sim = load_builtin() if args.scale == 1 else simulate_benchmirt(scale=args.scale, seed=BUILTIN_SEED)
+    sim = builtin_set(args.scale)
     if Path(args.fit).exists():
         fit = load_posterior(args.fit, responses=sim.responses)
     else:

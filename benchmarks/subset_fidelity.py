@@ -24,9 +24,8 @@ from benchmirt_bayes import (
     fit_posterior,
     load_posterior,
     save_posterior,
-    simulate_benchmirt,
 )
-from benchmirt_bayes.simulation.datasets import BUILTIN_SEED, load_builtin
+from benchmirt_bayes.simulation.datasets import builtin_set
 
 
 def main() -> None:
@@ -41,7 +40,7 @@ def main() -> None:
     parser.add_argument("--executor", default="serial", choices=["serial", "auto"])
     parser.add_argument("--out", default="subset_fidelity.csv")
     args = parser.parse_args()
-    sim = load_builtin() if args.scale == 1 else simulate_benchmirt(scale=args.scale, seed=BUILTIN_SEED)
+    sim = builtin_set(args.scale)
     start = time.perf_counter()
     if Path(args.fit).exists():
         fit = load_posterior(args.fit, responses=sim.responses)

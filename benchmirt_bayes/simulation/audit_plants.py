@@ -81,11 +81,6 @@ class AuditPlan:
         if self.n_pairs and not self.pair_shifts:
             raise ValueError("pair_shifts must give at least one (safety, reasoning) shift")
 
-    @property
-    def any(self) -> bool:
-        """Whether anything is planted."""
-        return bool(self.n_pairs or self.n_contaminated or self.n_dif_items or self.n_flipped)
-
 
 @dataclass(frozen=True)
 class PlantedAbilities:

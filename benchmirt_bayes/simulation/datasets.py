@@ -62,6 +62,11 @@ def read_response_netcdf(path: str | Path) -> ResponseMatrix:
     return ResponseMatrix(ds["correct"].astype(float).drop_attrs())
 
 
+def builtin_set(scale: float = 1.0) -> SimulatedBenchmark:
+    """The stored built-in set at ``scale=1``; below it, a reduced set of the same design and seed."""
+    return load_builtin() if scale == 1 else simulate_benchmirt(scale=scale, seed=BUILTIN_SEED)
+
+
 def load_builtin(path: str | Path = STORED_SIMULATION) -> SimulatedBenchmark:
     """The stored full-scale simulated set (responses and truth) from ``data/``."""
     path = Path(path)

@@ -222,24 +222,23 @@ def simulate_benchmirt(
     )
     type_truth = _type_parameters(layout, rng)
     llms = np.array([f"llm_{j:03d}" for j in range(n_llms)])
-    plan = audits  # an empty plan plants nothing but still gives every LLM a family
-    if plan is not None:
+    if audits is not None:
         plant_rng = np.random.default_rng([seed, 20240])
-        planted = plant_abilities(plan, ability, llms, plant_rng)
+        planted = plant_abilities(audits, ability, llms, plant_rng)
         ability, llms = planted.ability, planted.llms.astype(str)
         binary = types == "binary"
-        dif_logit, dif_per_item = dif_shifts(plan, planted.family, binary, intercept, plant_rng)
+        dif_logit, dif_per_item = dif_shifts(audits, planted.family, binary, intercept, plant_rng)
     eta = linear_predictor(ability, loading, intercept)
-    if plan is not None:
+    if audits is not None:
         eta = eta + dif_logit
     responses = layout.draw(eta, layout.parameters(type_truth), rng)
-    if plan is not None:
+    if audits is not None:
         paired = np.flatnonzero(np.isin(llms[:n_llms], [base for base, _ in planted.pairs]))
         contaminated = contaminate(
-            plan, responses, ability, loading, intercept, benchmarks_arr, binary, n_llms, plant_rng, paired
+            audits, responses, ability, loading, intercept, benchmarks_arr, binary, n_llms, plant_rng, paired
         )
         groups = np.char.add(np.char.add(benchmarks_arr.astype(str), "/"), np.array(subgroups, dtype=str))
-        flipped = flip_keys(plan, responses, binary, loading, groups, plant_rng)
+        flipped = flip_keys(audits, responses, binary, loading, groups, plant_rng)
     responses[rng.random(responses.shape) < missing_share] = np.nan
     # every LLM and item keeps at least one observation
     empty = np.isnan(responses).all(axis=0)
@@ -253,7 +252,7 @@ def simulate_benchmirt(
         "subgroup": (ITEM_DIM, np.array(subgroups)),
         "category": (ITEM_DIM, np.array(kinds)),
     }
-    if plan is not None:
+    if audits is not None:
         coords["family"] = (LLM_DIM, planted.family.astype(str))
         coords["variant"] = (LLM_DIM, planted.variant.astype(str))
         coords["base_of"] = (LLM_DIM, planted.base_of.astype(str))
@@ -274,9 +273,9 @@ def simulate_benchmirt(
         coords={**coords, "dimension": list(DIMENSIONS)},
         attrs={"seed": seed, "scale": scale, "n_llms": n_llms, "missing_share": missing_share},
     )
-    if plan is not None:
+    if audits is not None:
         truth = truth.merge(_planted_truth(planted, contaminated, dif_per_item, flipped, benchmarks_arr))
-        truth.attrs["audit_plan"] = json.dumps(dataclasses.asdict(plan))
+        truth.attrs["audit_plan"] = json.dumps(dataclasses.asdict(audits))
     if not layout.is_binary:
         truth = truth.merge(_type_truth_dataset(layout, item_ids, type_truth))
         typed = types != "binary"
