@@ -6,9 +6,9 @@ For every posterior draw and item the focal group's logits on the item get a shi
 (uniform DIF) beside a shift ``c`` shared by every LLM (the fitted intercept has absorbed
 part of any group difference, so ``δ`` must be the contrast, not the remainder): both are
 estimated at the mode of the item's log-likelihood with the abilities and items of that
-draw held fixed (a few Newton steps with the response-model layer's score and information,
-under wide ``N(0, 3²)`` priors that only keep a group that solves every item finite), and
-the variance of ``δ`` is read from the inverse information. The draws' estimates
+draw held fixed (:func:`~benchmirt_bayes.analyses.item_regression.item_coefficient`, with
+the focal-group indicator as covariate; its wide priors only keep a group that solves
+every item finite). The draws' estimates
 are pooled (mean, and total variance within plus between draws), so the uncertainty of the
 abilities and of the items is carried.
 
@@ -30,10 +30,8 @@ import xarray as xr
 from scipy.special import logsumexp
 from scipy.stats import norm
 
+from benchmirt_bayes.analyses.item_regression import item_coefficient, pooled
 from benchmirt_bayes.analyses.predictive import DrawCells
-
-PRIOR_SD = 3.0
-NEWTON_STEPS = 8
 
 
 def differential_item_functioning(
@@ -92,13 +90,10 @@ def differential_item_functioning(
     for eta, params in cells:
         for level in levels:
             in_focal = (labels == level)[:, None] & observed
-            estimates[level].append(_shift_estimate(layout, y, eta, params, observed, in_focal))
+            estimates[level].append(item_coefficient(layout, y, eta, params, observed, in_focal))
     frames, fits = [], {}
     for level in levels:
-        means = np.stack([m for m, _ in estimates[level]])  # (draw, item)
-        variances = np.stack([v for _, v in estimates[level]])
-        delta = means.mean(axis=0)
-        delta_sd = np.sqrt(variances.mean(axis=0) + means.var(axis=0))
+        delta, delta_sd = pooled(*zip(*estimates[level], strict=True))
         n_focal = ((labels == level)[:, None] & observed).sum(axis=0)
         usable = n_focal > 0
         pi0, tau = _two_group_fit(delta[usable], delta_sd[usable])
@@ -144,39 +139,6 @@ def _llm_groups(responses, group: str | Mapping[str, str]) -> np.ndarray:
     if missing:
         raise KeyError(f"{len(missing)} LLM(s) have no group: {missing[:10]}")
     return np.array([str(group[llm]) for llm in llms])
-
-
-def _shift_estimate(layout, y, eta, params, observed, in_focal) -> tuple[np.ndarray, np.ndarray]:
-    """Per item: mode and variance of the focal group's logit shift ``δ`` (one draw).
-
-    Each item also gets a shift ``c`` common to every LLM: the fitted intercept has already
-    moved part of the way towards the focal group's responses, and ``δ`` must be the
-    contrast between the groups, not what is left over. Newton on ``(c, δ)`` per item, the
-    variance of ``δ`` from the inverse of the 2 × 2 information.
-    """
-    everyone = observed.astype(float)
-    focal = in_focal.astype(float)
-    common = np.zeros(eta.shape[1])
-    delta = np.zeros(eta.shape[1])
-    prior = 1.0 / PRIOR_SD**2
-    for _ in range(NEWTON_STEPS):
-        shifted = eta + common[None, :] + focal * delta[None, :]
-        residual = layout.score_residual(y, shifted, params, expand=0)
-        weight = layout.information_weight(shifted, params, expand=0)
-        g_c = (everyone * residual).sum(axis=0) - prior * common
-        g_d = (focal * residual).sum(axis=0) - prior * delta
-        h_cc = (everyone * weight).sum(axis=0) + prior
-        h_dd = (focal * weight).sum(axis=0) + prior
-        h_cd = (focal * weight).sum(axis=0)
-        det = h_cc * h_dd - h_cd**2
-        common = common + np.clip((h_dd * g_c - h_cd * g_d) / det, -2.0, 2.0)
-        delta = delta + np.clip((h_cc * g_d - h_cd * g_c) / det, -2.0, 2.0)
-    shifted = eta + common[None, :] + focal * delta[None, :]
-    weight = layout.information_weight(shifted, params, expand=0)
-    h_cc = (everyone * weight).sum(axis=0) + prior
-    h_dd = (focal * weight).sum(axis=0) + prior
-    h_cd = (focal * weight).sum(axis=0)
-    return delta, h_cc / (h_cc * h_dd - h_cd**2)
 
 
 def _two_group_fit(delta: np.ndarray, sd: np.ndarray) -> tuple[float, float]:

@@ -1,16 +1,24 @@
 """Probably mis-keyed items: ``miskeyed_items``.
 
-A mis-keyed item (the answer key is wrong, or the scoring is reversed) is one whose loading
-points against the direction of its benchmark (or subgroup) while the LLMs that are strong
-on that direction fail it. Per posterior draw, the direction is the mean loading of the
-item's group without the item itself (so one reversed item cannot turn its group's
-direction), and the item's *alignment* is its loading projected on it: the discrimination
-of the item along what its group measures. ``p_against = P(alignment < −margin)`` is the
-posterior probability that the item works against its group by at least ``margin``
-(logits per ability SD); the empirical check beside it is the item's success rate among
-the strongest quarter of LLMs along the direction minus that among the weakest quarter.
-Items are ranked by ``p_against`` and flagged by the Bayesian FDR rule
-(``lfdr = 1 − p_against``) when strong LLMs also succeed less than weak ones.
+A mis-keyed item (the answer key is wrong, or the scoring is reversed) is one that
+discriminates against the direction of its benchmark (or subgroup): the LLMs that are
+strong on that direction fail it. Per posterior draw, the direction is the mean loading of
+the item's group without the item itself (so one reversed item cannot turn its group's
+direction). Two views of the item along that direction:
+
+* ``alignment``: the fitted loading projected on it. It is shrunk towards the group by the
+  hierarchical prior, so a reversed item shows only part of its reversal here;
+* ``slope``: the item's own discrimination along the direction, with the draw's abilities
+  held fixed and a wide prior instead of the group's
+  (:func:`~benchmirt_bayes.analyses.item_regression.item_coefficient` with the abilities
+  projected on the direction as covariate), pooled over draws. This is what the ranking uses.
+
+``p_against = P(slope < −margin)`` (normal approximation of the pooled estimate) is the
+probability that the item works against its group by at least ``margin`` (logits per
+ability SD); the empirical check beside it is the item's success rate among the strongest
+quarter of LLMs along the direction minus that among the weakest quarter. Items are ranked
+by ``p_against`` and flagged by the Bayesian FDR rule (``lfdr = 1 − p_against``) when strong
+LLMs also succeed less than weak ones.
 """
 
 from __future__ import annotations
@@ -20,8 +28,9 @@ import pandas as pd
 import xarray as xr
 
 from benchmirt_bayes.analyses.dif import bayesian_fdr_selection
+from benchmirt_bayes.analyses.item_regression import item_coefficient, pooled, probability_below
+from benchmirt_bayes.analyses.predictive import DrawCells
 from benchmirt_bayes.model.response_models import mdisc
-from benchmirt_bayes.posterior import responses_from_tree, thinned_draws
 
 DEFAULT_MARGIN = 0.25
 """Smallest reversed discrimination (logits per ability SD) that counts as working against."""
@@ -33,7 +42,7 @@ def miskeyed_items(
     by: str = "subgroup",
     margin: float = DEFAULT_MARGIN,
     fdr: float = 0.1,
-    n_draws: int = 200,
+    n_draws: int = 50,
     seed: int = 0,
 ) -> pd.DataFrame:
     """Items whose loadings point against their group while strong LLMs fail them.
@@ -71,37 +80,36 @@ def miskeyed_items(
         raise ValueError(f"by must be 'subgroup' or 'benchmark', got {by!r}")
     if not 0 < fdr < 1:
         raise ValueError(f"fdr must be in (0, 1), got {fdr!r}")
-    responses = responses_from_tree(posterior)
-    draws = thinned_draws(posterior, n_draws, seed=seed, variables=("ability", "loading"))
+    cells = DrawCells(posterior, n_draws=n_draws, seed=seed)
+    responses, layout = cells.responses, cells.layout
     items = responses.items.astype(str)
-    loading = draws["loading"].sel(item=items).transpose("sample_index", "item", "dimension").values
-    ability = (
-        draws["ability"].sel(llm=responses.llms.astype(str)).transpose("sample_index", "llm", "dimension")
-    )
-    mean_ability = ability.values.mean(axis=0)
     labels = responses.benchmarks.astype(str)
     if by == "subgroup":
         labels = np.char.add(np.char.add(labels, "/"), responses.subgroups.astype(str))
-    alignment = np.full(loading.shape[:2], np.nan)
-    strong_minus_weak = np.full(loading.shape[1], np.nan)
-    values, observed = responses.scaled_values, responses.observed
-    for group in pd.unique(labels):
-        cols = np.flatnonzero(labels == group)
-        if cols.size < 2:
-            continue
-        total = loading[:, cols].sum(axis=1, keepdims=True)  # (draw, 1, dim)
-        others = (total - loading[:, cols]) / (cols.size - 1)  # leave-one-out group direction
-        unit = others / np.maximum(mdisc(others), 1e-12)[..., None]
-        alignment[:, cols] = (loading[:, cols] * unit).sum(axis=-1)
-        along = mean_ability @ (unit.mean(axis=0).mean(axis=0))  # LLMs along the group's direction
-        strong = along >= np.quantile(along, 0.75)
-        weak = along <= np.quantile(along, 0.25)
-        for c in cols:
-            top = strong & observed[:, c]
-            bottom = weak & observed[:, c]
-            if top.any() and bottom.any():
-                strong_minus_weak[c] = values[top, c].mean() - values[bottom, c].mean()
-    usable = ~np.isnan(alignment[0])
+    groups = [np.flatnonzero(labels == g) for g in pd.unique(labels)]
+    groups = [cols for cols in groups if cols.size >= 2]
+    usable = np.zeros(items.size, dtype=bool)
+    for cols in groups:
+        usable[cols] = True
+    observed = responses.observed
+    y = np.where(observed, responses.values, 0.0)
+    alignment = np.full((len(cells), items.size), np.nan)
+    slopes, slope_variances = [], []
+    mean_unit = np.zeros((items.size, cells.loading.shape[-1]))
+    for s, (eta, params) in enumerate(cells):
+        loading, ability = cells.loading[s], cells.ability[s]
+        unit = np.zeros_like(loading)
+        for cols in groups:
+            others = (loading[cols].sum(axis=0) - loading[cols]) / (cols.size - 1)
+            unit[cols] = others / np.maximum(mdisc(others), 1e-12)[:, None]
+        alignment[s] = (loading * unit).sum(axis=-1)
+        mean_unit += unit / len(cells)
+        base = eta - ability @ loading.T  # the draw's intercepts (and type offsets) only
+        slope, variance = item_coefficient(layout, y, base, params, observed, ability @ unit.T)
+        slopes.append(slope)
+        slope_variances.append(variance)
+    slope, slope_sd = pooled(slopes, slope_variances)
+    strong_minus_weak = _strong_minus_weak(responses, groups, cells.ability.mean(axis=0), mean_unit)
     kept = alignment[:, usable]
     table = pd.DataFrame(
         {
@@ -111,11 +119,28 @@ def miskeyed_items(
             "alignment": kept.mean(axis=0),
             "alignment_lower": np.quantile(kept, 0.05, axis=0),
             "alignment_upper": np.quantile(kept, 0.95, axis=0),
-            "p_against": np.mean(kept < -margin, axis=0),
+            "slope": slope[usable],
+            "slope_sd": slope_sd[usable],
+            "p_against": probability_below(slope[usable], slope_sd[usable], -margin)[0],
             "strong_minus_weak": strong_minus_weak[usable],
         }
     )
     lfdr = np.where(table["strong_minus_weak"].to_numpy() < 0, 1.0 - table["p_against"].to_numpy(), 1.0)
     table["flagged"] = bayesian_fdr_selection(lfdr, fdr)
     table.attrs = {"by": by, "margin": margin, "fdr": fdr}
-    return table.sort_values(["p_against", "alignment"], ascending=[False, True]).reset_index(drop=True)
+    return table.sort_values(["p_against", "slope"], ascending=[False, True]).reset_index(drop=True)
+
+
+def _strong_minus_weak(responses, groups, mean_ability, mean_unit) -> np.ndarray:
+    """Per item: success rate of the strongest minus the weakest quarter of LLMs along its group."""
+    values, observed = responses.scaled_values, responses.observed
+    result = np.full(responses.n_items, np.nan)
+    for cols in groups:
+        along = mean_ability @ mean_unit[cols].mean(axis=0)
+        strong = along >= np.quantile(along, 0.75)
+        weak = along <= np.quantile(along, 0.25)
+        for c in cols:
+            top, bottom = strong & observed[:, c], weak & observed[:, c]
+            if top.any() and bottom.any():
+                result[c] = values[top, c].mean() - values[bottom, c].mean()
+    return result

@@ -11,7 +11,14 @@ with the moments from the response-model layer). It is computed for every poster
 with the LLM's abilities and the items of that draw, and compared with the same statistic
 on responses replicated from the model under that draw: the posterior predictive p-value
 ``P(l_z^rep ≤ l_z^obs)`` is small when the observed pattern is less likely than what the
-model itself produces. Flagged cells have ``p_value < alpha``.
+model itself produces. Flagged cells (``aberrant``) have ``p_value < alpha``.
+
+Beside the pattern, the *level* is checked: the cell's mean score against the model's
+expectation, with a two-sided posterior predictive p-value. A level departure is reported
+(``level_shift``) but does not make a cell aberrant: when one benchmark of an LLM is
+contaminated, the inflated ability it implies makes the LLM's *other* benchmarks score
+below expectation, so level flags spread from a contaminated cell to its clean neighbours,
+while the pattern statistic stays with the contaminated cell.
 """
 
 from __future__ import annotations
@@ -44,12 +51,11 @@ def person_fit(
     by
         Item coordinate that forms the groups (``"benchmark"``, ``"subgroup"``...).
     alpha
-        Cells with ``p_value < alpha`` are flagged ``aberrant``. Measured at the default 0.01
-        on ADVI fits at the built-in scale (``benchmarks/audit_calibration.py``; current
-        figures in ``benchmarks/RESULTS.md``): on a clean simulation it flags 1.4 % of the
-        1,600 LLM × benchmark cells; on a simulation with 40 contaminated cells (the hardest
-        30 % of a benchmark answered correctly) it finds all 40, and flags 6.5 % of the other
-        cells, whose fit the contamination and the other planted findings have moved.
+        Cells with ``p_value < alpha`` are flagged ``aberrant`` (and ``p_level < alpha``
+        gives ``level_shift``). The rates at the default 0.01, measured on ADVI fits at the
+        built-in scale, are in ``benchmarks/RESULTS.md`` (``benchmarks/audit_calibration.py``):
+        recall on planted contaminated cells (the hardest 30 % of a benchmark answered
+        correctly), and the false-positive rate on the other cells and on a clean simulation.
     n_draws
         Posterior draws used, each with one replicated data set.
     seed
@@ -60,8 +66,10 @@ def person_fit(
     DataFrame
         One row per (LLM, group) with observed items: ``llm``, ``group``, ``n_items``,
         ``lz`` (posterior mean), ``lz_lower``/``lz_upper`` (5 % and 95 % quantiles over
-        draws), ``p_value``, ``aberrant``, and ``observed_mean`` / ``expected_mean`` (the
-        score on ``[0, 1]`` and the model's expectation). Sorted by ``p_value``, then
+        draws), ``p_value`` (of the pattern, one-sided: less likely than the model's own
+        replications), ``aberrant``, ``level_z`` (observed minus expected mean score in SDs),
+        ``p_level`` (two-sided), ``level_shift``, and ``observed_mean`` / ``expected_mean``
+        (the score on ``[0, 1]`` and the model's expectation). Sorted by ``p_value``, then
         ``lz``.
 
     """
@@ -119,14 +127,14 @@ def person_fit(
                 "lz_lower": np.quantile(lz_all, 0.05, axis=0).ravel(),
                 "lz_upper": np.quantile(lz_all, 0.95, axis=0).ravel(),
                 "level_z": level_all.mean(axis=0).ravel(),
-                "p_pattern": p_pattern.ravel(),
+                "p_value": p_pattern.ravel(),
                 "p_level": p_level.ravel(),
-                "p_value": np.minimum(1.0, 2 * np.minimum(p_pattern, p_level)).ravel(),
                 "observed_mean": (scaled @ membership / count).ravel(),
                 "expected_mean": (expected_sum / n / count).ravel(),
             }
         )
     table = table[table["n_items"] > 0].copy()
     table["aberrant"] = table["p_value"] < alpha
+    table["level_shift"] = table["p_level"] < alpha
     table.attrs = {"by": by, "alpha": alpha, "n_draws": n}
     return table.sort_values(["p_value", "lz"]).reset_index(drop=True)

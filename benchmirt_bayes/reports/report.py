@@ -268,7 +268,9 @@ def _audits(posterior: xr.DataTree, dif_group: str | None, seed: int) -> str:
         f"<h3>Probably mis-keyed items</h3><p>{len(flagged)} items point against their subgroup while "
         "strong LLMs fail them (Bayesian FDR 10%).</p>"
         + _table(
-            flagged.head(15).set_index("item")[["benchmark", "alignment", "p_against", "strong_minus_weak"]]
+            flagged.head(15).set_index("item")[
+                ["benchmark", "slope", "alignment", "p_against", "strong_minus_weak"]
+            ]
         )
     )
     misfit = item_fit(posterior, n_draws=50, seed=seed)
