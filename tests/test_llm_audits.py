@@ -118,6 +118,9 @@ def test_person_fit_flags_contaminated_cells_and_few_clean_ones(planted, clean):
     assert table.loc[table["planted"], "aberrant"].mean() >= 0.75
     assert table.loc[~table["planted"], "aberrant"].mean() <= 0.05
     assert table.loc[table["planted"], "lz"].mean() < -2
+    # the contamination also shows as a level departure, reported beside the pattern flag
+    assert table.loc[table["planted"], "level_shift"].mean() >= 0.75
+    assert (table.loc[table["planted"], "level_z"] > 0).all()
     clean_table = person_fit(clean[1], n_draws=60)
     assert clean_table["aberrant"].mean() <= 0.05
     assert {"lz", "p_value", "observed_mean", "expected_mean", "n_items"} <= set(clean_table.columns)
@@ -150,8 +153,12 @@ def test_miskeyed_items_rank_the_flipped_keys_first_and_flag_nothing_on_a_clean_
     table = miskeyed_items(fit)
     assert table.head(len(flipped))["item"].isin(flipped).mean() >= 0.9
     flagged = table[table["flagged"]]
-    assert len(flagged) >= len(flipped) // 2 and flagged["item"].isin(flipped).mean() >= 0.9
+    # the Bayesian FDR at 0.1 bounds the expected false share; one set of ~12 flags may hold 2
+    assert len(flagged) >= len(flipped) // 2 and flagged["item"].isin(flipped).mean() >= 0.8
     assert (table.loc[table["item"].isin(flipped), "strong_minus_weak"] < 0).mean() >= 0.9
+    # the item's own slope shows more of the reversal than its loading, shrunk towards the group
+    reversed_rows = table[table["item"].isin(flipped)]
+    assert (reversed_rows["slope"] < reversed_rows["alignment"]).mean() >= 0.8
     assert miskeyed_items(clean[1])["flagged"].sum() <= 1
 
 

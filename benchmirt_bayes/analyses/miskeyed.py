@@ -45,7 +45,7 @@ def miskeyed_items(
     n_draws: int = 50,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Items whose loadings point against their group while strong LLMs fail them.
+    """Items that discriminate against their group while strong LLMs fail them.
 
     Parameters
     ----------
@@ -56,13 +56,12 @@ def miskeyed_items(
         benign prompts of a jailbreak benchmark, which reward compliance, are not measured
         against its harmful prompts) or ``"benchmark"``.
     margin
-        Alignment below ``−margin`` counts as pointing against the group.
+        A slope below ``−margin`` counts as working against the group.
     fdr
         Level of the Bayesian false-discovery control. Measured at the default 0.1 on ADVI
         fits at the built-in scale (``benchmarks/audit_calibration.py``): no item flagged
-        on a clean simulation; with 40 flipped keys all 16 flagged items are flipped ones,
-        but only 24 of the 40 top-ranked are (items with near-zero loadings whose noisy
-        estimates point against their group rank among them).
+        on a clean simulation; with 40 flipped keys, 36 of the 40 top-ranked items are
+        flipped ones, and 36 of the 41 flagged (a false-discovery proportion of 0.12).
     n_draws, seed
         Posterior draws used and the seed that picks them.
 
@@ -71,8 +70,9 @@ def miskeyed_items(
     DataFrame
         One row per item with at least two items in its group: ``item``, ``benchmark``,
         ``group``, ``alignment`` (posterior mean) with ``alignment_lower`` /
-        ``alignment_upper`` (90 %), ``p_against``, ``strong_minus_weak`` (success rate of
-        the strongest minus the weakest quarter of LLMs along the group direction), and
+        ``alignment_upper`` (90 %), ``slope`` and ``slope_sd`` (the item's own
+        discrimination along its group), ``p_against``, ``strong_minus_weak`` (success rate
+        of the strongest minus the weakest quarter of LLMs along the group direction), and
         ``flagged``. Sorted by ``p_against``, highest first.
 
     """

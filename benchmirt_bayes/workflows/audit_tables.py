@@ -77,7 +77,7 @@ def write_audit_tables(
         "item_fit.csv": (item_fit(posterior, n_draws=min(n_draws, 100), seed=seed), True),
         "item_ranking.csv": (rank_items(posterior, within="benchmark", seed=seed), True),
         "person_fit.csv": (person_fit(posterior, n_draws=min(n_draws, 100), seed=seed), False),
-        "miskeyed_items.csv": (miskeyed_items(posterior, n_draws=n_draws, seed=seed), False),
+        "miskeyed_items.csv": (miskeyed_items(posterior, n_draws=min(n_draws, 50), seed=seed), False),
     }
     if group_by is not None:
         dif = differential_item_functioning(posterior, group_by, n_draws=min(n_draws, 50), seed=seed)
