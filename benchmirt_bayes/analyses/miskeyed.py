@@ -13,9 +13,11 @@ direction). Two views of the item along that direction:
   (:func:`~benchmirt_bayes.analyses.item_regression.item_coefficient` with the abilities
   projected on the direction as covariate), pooled over draws. This is what the ranking uses.
 
-``p_against = P(slope < −margin)`` (normal approximation of the pooled estimate) is the
-probability that the item works against its group by at least ``margin`` (logits per
-ability SD); the empirical check beside it is the item's success rate among the strongest
+``p_against = P(slope < −margin)`` is the probability that the item works against its
+group by at least ``margin`` (logits per ability SD), under a prior over items estimated
+from all of them (:func:`~benchmirt_bayes.analyses.item_regression.probability_below`: one
+item in thousands that lands far out by chance is shrunk, a few real reversals keep their
+mass); the empirical check beside it is the item's success rate among the strongest
 quarter of LLMs along the direction minus that among the weakest quarter. Items are ranked
 by ``p_against`` and flagged by the Bayesian FDR rule (``lfdr = 1 − p_against``) when strong
 LLMs also succeed less than weak ones.
