@@ -14,16 +14,18 @@ score), the IRT prediction, the IRT prediction blended with the kept items' mean
 tinyBenchmarks idea), the package's default (``package``), and metabench's own prediction
 ``p`` (in-sample for metabench: its regression was trained on these LLMs). Budgets: all
 reduced items (metabench's budget), 50 %, 25 %, and 10, 25, 50, 100 items. Selection:
-random, information (expected Fisher information over posterior draws) and stratified
-(equal-count difficulty bins, one random item from each). A joint 2-dimension fit of all
-five benchmarks (the 2,461 LLMs in every file) shows whether sharing abilities across
-benchmarks helps.
+random, information (expected Fisher information over posterior draws), stratified
+(equal-count difficulty bins, one random item from each) and stepwise (forward stepwise
+regression of the training LLMs' full scores on the items, ``select_for_scores``). A
+joint 2-dimension fit of all five benchmarks (the 2,461 LLMs in every file) shows whether
+sharing abilities and answers across benchmarks helps.
 
 Writes ``predictions.csv`` (every estimate) and ``results.md`` to ``--out`` and prints the
 tables.
 
     python benchmarks/score_estimation.py --out benchmark_results/score_estimation          # hours
     python benchmarks/score_estimation.py --quick --out /tmp/score_estimation              # minutes
+    python benchmarks/score_estimation.py --quick --benchmarks gsm8k truthfulqa            # some of them
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from benchmirt_bayes import (
     fit_score_link,
     load_open_llm_leaderboard,
     load_responses,
+    select_for_scores,
     select_items,
 )
 from benchmirt_bayes.data.real_data import OPEN_LLM_BENCHMARKS, load_open_llm_leaderboard_reference
@@ -53,7 +56,8 @@ from benchmirt_bayes.model.response_models import mdisc, multidimensional_diffic
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "open_llm_leaderboard_v1"
 FRACTIONS = (1.0, 0.5, 0.25)
 COUNTS = (10, 25, 50, 100)
-SELECTIONS = ("random", "information", "stratified")
+SELECTIONS = ("random", "information", "stratified", "stepwise")
+QUICK_SELECTIONS = ("random", "information", "stepwise")
 ESTIMATORS = ("naive", "irt", "blend", "package")
 
 
@@ -69,12 +73,15 @@ def stratified(fit, size: int, seed: int) -> list[str]:
     return [str(items[rng.choice(part)]) for part in np.array_split(order, size) if part.size]
 
 
-def choose(fit, rule: str, size: int, seed: int) -> list[str]:
+def choose(fit, rule: str, size: int, seed: int, scores: dict) -> list[str]:
+    """``size`` items per benchmark of the fit by ``rule`` (the fit's LLMs are the training LLMs)."""
     if rule == "stratified":
         return stratified(fit, size, seed)
     n_items = fit["posterior"].sizes["item"]
     if size >= n_items:
         return list(fit["posterior"]["item"].values.astype(str))
+    if rule == "stepwise":
+        return list(select_for_scores(fit, scores, n_items=size))
     return list(select_items(fit, n_items=size, method=rule, seed=seed, n_draws=50))
 
 
@@ -115,9 +122,8 @@ def evaluate(fit, responses, scores, train, test, items, label: dict, n_draws: i
     return rows
 
 
-def per_benchmark(quick: bool, folds: int, seed: int, log) -> pd.DataFrame:
+def per_benchmark(quick: bool, folds: int, seed: int, log, benchmarks=OPEN_LLM_BENCHMARKS) -> pd.DataFrame:
     rows = []
-    benchmarks = OPEN_LLM_BENCHMARKS
     for bench in benchmarks:
         responses = load_responses(
             SHARED / f"responses_{bench}.csv.gz", format="wide", llm_col="model", benchmark=bench
@@ -142,8 +148,8 @@ def per_benchmark(quick: bool, folds: int, seed: int, log) -> pd.DataFrame:
                 plan = [b for b in plan if b[0] in ("100%", "25 items")]
             for budget, size in plan:
                 rules = ("random",) if size >= responses.n_items else SELECTIONS
-                for rule in rules if not quick else ("random", "information")[: len(rules)]:
-                    items = choose(fit, rule, size, seed + fold)
+                for rule in rules if not quick else [r for r in QUICK_SELECTIONS if r in rules]:
+                    items = choose(fit, rule, size, seed + fold, {bench: scores})
                     label = {"fit": "per benchmark, 1 dim", "fold": fold, "budget": budget, "selection": rule}
                     rows += evaluate(fit, responses, {bench: scores}, train, test, items, label)
             log(f"{bench} fold {fold}: done {time.perf_counter() - start:.0f} s")
@@ -167,9 +173,15 @@ def joint(quick: bool, folds: int, seed: int, log) -> pd.DataFrame:
             advi={"draws": 100},
         )
         log(f"joint fold {fold}: fit {time.perf_counter() - start:.0f} s")
-        for budget, per_bench in (("100%", None), ("25 items", 25)):
+        for budget, per_bench, rule in (
+            ("100%", None, "random"),
+            ("25 items", 25, "random"),
+            ("25 items", 25, "stepwise"),
+        ):
             if per_bench is None:
                 items = list(responses.items)
+            elif rule == "stepwise":
+                items = list(select_for_scores(fit, scores, n_items=per_bench))
             else:
                 rng = np.random.default_rng(seed + fold)
                 items = [
@@ -181,7 +193,7 @@ def joint(quick: bool, folds: int, seed: int, log) -> pd.DataFrame:
                 "fit": "joint 5 benchmarks, 2 dims",
                 "fold": fold,
                 "budget": budget,
-                "selection": "random",
+                "selection": rule,
             }
             rows += evaluate(fit, responses, scores, train, test, items, label, n_draws=10)
         log(f"joint fold {fold}: done {time.perf_counter() - start:.0f} s")
@@ -221,16 +233,13 @@ def summarise(predictions: pd.DataFrame) -> dict[str, pd.DataFrame]:
         .reset_index()
     )
     mb_rows = []
-    for bench in OPEN_LLM_BENCHMARKS:
-        tested = predictions.loc[predictions["benchmark"] == bench, "llm"].unique()
-        error = metabench[bench].reindex(tested)["error"].dropna()
-        mb_rows.append(
-            {
-                "benchmark": bench,
-                "metabench_rmse (in-sample)": float(np.sqrt(np.mean(error**2))),
-                "llms": len(error),
-            }
-        )
+    for fit, part in predictions.groupby("fit"):
+        row = {"fit": fit, "estimator": "metabench p (in-sample)"}
+        for bench in OPEN_LLM_BENCHMARKS:
+            tested = part.loc[part["benchmark"] == bench, "llm"].unique()
+            error = metabench[bench].reindex(tested)["error"].dropna()
+            row[bench] = float(np.sqrt(np.mean(error**2))) if len(error) else np.nan
+        mb_rows.append(row)
     mean_rows = []
     for (fit, budget, selection, estimator), part in predictions.groupby(
         ["fit", "budget", "selection", "estimator"]
@@ -250,6 +259,17 @@ def summarise(predictions: pd.DataFrame) -> dict[str, pd.DataFrame]:
                 "llms": len(complete),
             }
         )
+        if (budget, selection, estimator) == ("100%", "random", "package"):
+            mb = pd.DataFrame({b: metabench[b]["p"].reindex(complete.index) for b in OPEN_LLM_BENCHMARKS})
+            mb_error = (mb.mean(axis=1) - complete["truth"].mean(axis=1)).dropna()
+            mean_rows.append(
+                {
+                    **mean_rows[-1],
+                    "estimator": "metabench p (in-sample)",
+                    "5-benchmark mean RMSE": float(np.sqrt(np.mean(mb_error**2))),
+                    "llms": len(mb_error),
+                }
+            )
     return {"per_benchmark": table, "metabench": pd.DataFrame(mb_rows), "mean": pd.DataFrame(mean_rows)}
 
 
@@ -264,10 +284,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="one fold, two budgets, no joint fit")
+    parser.add_argument("--quick", action="store_true", help="one fold, two budgets")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="benchmark_results/score_estimation")
+    parser.add_argument(
+        "--benchmarks", nargs="+", default=list(OPEN_LLM_BENCHMARKS), choices=list(OPEN_LLM_BENCHMARKS)
+    )
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -275,6 +298,8 @@ def main() -> None:
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
     command = "python benchmarks/score_estimation.py" + (" --quick" if args.quick else "")
+    if list(args.benchmarks) != list(OPEN_LLM_BENCHMARKS):
+        command += " --benchmarks " + " ".join(args.benchmarks)
     header = (
         f"# Full-benchmark scores from few items, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()} "
         f"({platform.machine()}), commit {commit}, `{command}`\n"
@@ -285,8 +310,8 @@ def main() -> None:
     def log(text: str) -> None:
         print(f"[{time.perf_counter() - start:6.0f} s] {text}", flush=True)
 
-    frames = [per_benchmark(args.quick, args.folds, args.seed, log)]
-    if not args.quick:
+    frames = [per_benchmark(args.quick, args.folds, args.seed, log, args.benchmarks)]
+    if list(args.benchmarks) == list(OPEN_LLM_BENCHMARKS):
         frames.append(joint(args.quick, args.folds, args.seed, log))
     predictions = pd.concat(frames, ignore_index=True)
     predictions.to_csv(out / "predictions.csv", index=False)
@@ -298,8 +323,8 @@ def main() -> None:
     ).reset_index()
     text = [header]
     text.append("## RMSE (points) with all of metabench's reduced items, held-out LLMs\n")
-    text.append(markdown(headline) + "\n")
-    text.append(markdown(tables["metabench"].set_index("benchmark").T.reset_index(), 2) + "\n")
+    headline = pd.concat([headline, tables["metabench"]], ignore_index=True)
+    text.append(markdown(headline.sort_values(["fit", "estimator"])) + "\n")
     text.append("## 5-benchmark mean score\n\n" + markdown(tables["mean"]) + "\n")
     text.append("## Every budget, selection and estimator (RMSE, MAE, 90 % interval coverage)\n")
     text.append(markdown(per_bench) + "\n")

@@ -30,6 +30,7 @@ from benchmirt_bayes.analyses.score_estimation import (
     fit_score_link,
     with_score_link,
 )
+from benchmirt_bayes.analyses.score_selection import select_for_scores
 from benchmirt_bayes.analyses.scoring import LLMScore, adaptive_test, score_llm
 from benchmirt_bayes.analyses.selection import (
     evaluate_subset,
@@ -121,6 +122,7 @@ __all__ = [
     "adaptive_test",
     "ScoreLink",
     "fit_score_link",
+    "select_for_scores",
     "estimate_scores",
     "with_score_link",
     # audits of LLMs and items

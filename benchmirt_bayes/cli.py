@@ -305,7 +305,17 @@ def build_parser() -> argparse.ArgumentParser:
     size = select.add_mutually_exclusive_group(required=True)
     size.add_argument("--fraction", type=_fraction, help="share of items to keep")
     size.add_argument("--n-items", type=_positive_int, help="number of items to keep")
-    select.add_argument("--method", default="information", choices=["published", "information", "random"])
+    select.add_argument(
+        "--method",
+        default="information",
+        choices=["published", "information", "random", "stepwise"],
+        help="stepwise: the items that best predict full-benchmark scores (needs --full-scores; "
+        "the size is then per benchmark)",
+    )
+    select.add_argument(
+        "--full-scores", default=None, help="stepwise: CSV with an llm column and one column per benchmark"
+    )
+    select.add_argument("--llm-col", default="llm", help="the LLM column of --full-scores")
     select.add_argument("--dimension", default=None, help="select for one dimension only")
     select.add_argument("--seed", type=int, default=0)
     select.add_argument(
@@ -599,9 +609,15 @@ def _select(args: argparse.Namespace) -> int:
     from benchmirt_bayes.io import load_posterior
 
     fit = load_posterior(args.fit)
-    kept = select_items(
-        fit, args.fraction, args.n_items, method=args.method, dimension=args.dimension, seed=args.seed
-    )
+    if args.method == "stepwise":
+        from benchmirt_bayes.analyses.score_selection import select_for_scores
+
+        scores = _read_full_scores(args.full_scores, args.llm_col)
+        kept = select_for_scores(fit, scores, args.n_items, args.fraction)
+    else:
+        kept = select_items(
+            fit, args.fraction, args.n_items, method=args.method, dimension=args.dimension, seed=args.seed
+        )
     out = Path(args.out)
     if out.suffix.lower() == ".csv":
         table = rank_items(fit, dimension=args.dimension).loc[kept]
@@ -642,18 +658,10 @@ def _score(args: argparse.Namespace) -> int:
 
 def _link(args: argparse.Namespace) -> int:
     from benchmirt_bayes.analyses.score_estimation import fit_score_link, with_score_link
-    from benchmirt_bayes.data.tables import numeric_values, read_table
     from benchmirt_bayes.io import load_posterior, save_posterior
 
     fit = load_posterior(args.fit)
-    table = read_table(args.full_scores)
-    if args.llm_col not in table.columns:
-        raise UsageError(f"--full-scores: no column {args.llm_col!r} (set --llm-col)")
-    scores = table.set_index(args.llm_col)
-    values, bad = numeric_values(scores)
-    if bad:
-        raise UsageError("--full-scores: non-numeric scores")
-    scores = type(scores)(values, index=scores.index.astype(str), columns=scores.columns)
+    scores = _read_full_scores(args.full_scores, args.llm_col)
     items = _read_subset(args.items) if args.items else None
     link = fit_score_link(fit, scores, items=items, n_draws=args.draws, seed=args.seed)
     for name, bench in link.benchmarks.items():
@@ -663,6 +671,33 @@ def _link(args: argparse.Namespace) -> int:
     save_posterior(with_score_link(fit, link), args.out)
     print(f"wrote {args.out}")
     return 0
+
+
+def _read_full_scores(path: str, llm_col: str):
+    """The ``--full-scores`` table: indexed by LLM id (as text), one numeric column per benchmark."""
+    from benchmirt_bayes.data.tables import numeric_values, read_table
+
+    table = read_table(path)
+    if llm_col not in table.columns:
+        raise UsageError(f"--full-scores: no column {llm_col!r} (set --llm-col)")
+    scores = table.set_index(llm_col)
+    values, bad = numeric_values(scores)
+    if bad:
+        raise UsageError("--full-scores: non-numeric scores")
+    return type(scores)(values, index=scores.index.astype(str), columns=scores.columns)
+
+
+def _check_select(args: argparse.Namespace) -> None:
+    readable(args.fit, "fit")
+    if args.method == "stepwise":
+        if args.full_scores is None:
+            raise UsageError(
+                "--method stepwise needs --full-scores (the training LLMs' full-benchmark scores)"
+            )
+        readable(args.full_scores, "full scores")
+    elif args.full_scores is not None:
+        raise UsageError("--full-scores is used only by --method stepwise")
+    writable_file(args.out, (".json", ".txt", ".csv"))
 
 
 def _read_subset(path: str) -> list[str]:
@@ -740,7 +775,7 @@ _COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argpar
     "report": (_report, _check_fit_and_folder),
     "audit": (_audit, _check_audit),
     "rank": (_rank, _check_fit_and_file),
-    "select": (_select, lambda a: _check_fit_and_file(a, (".json", ".txt", ".csv"))),
+    "select": (_select, _check_select),
     "score": (_score, _check_score),
     "link": (_link, _check_link),
     "specs": (_specs, _no_check),

@@ -13,11 +13,20 @@ from benchmirt_bayes import (
     estimate_scores,
     fit_posterior,
     fit_score_link,
+    select_for_scores,
     select_items,
     simulate_benchmirt,
     with_score_link,
 )
-from benchmirt_bayes.analyses.score_estimation import ScoreLink, grid_ability_posterior, natural_spline_basis
+from benchmirt_bayes.analyses.score_estimation import (
+    ScoreLink,
+    _fit_index,
+    _index_predict,
+    _ridge,
+    grid_ability_posterior,
+    natural_spline_basis,
+)
+from benchmirt_bayes.analyses.score_selection import forward_stepwise
 from benchmirt_bayes.analyses.scoring import ItemDraws
 
 
@@ -150,3 +159,71 @@ def test_link_and_score_commands(setting, tmp_path):
     ranking = tmp_path / "ranking.csv"
     assert main(["rank", str(path), "--within", "benchmark", "--out", str(ranking)]) == 0
     assert len(pd.read_csv(ranking)) == reduced.n_items
+
+
+def test_forward_stepwise_takes_the_columns_the_target_depends_on_and_never_a_copy():
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 2, size=(500, 12)).astype(float)
+    x[:, 7] = x[:, 2]  # a copy of a useful column
+    y = 3 * x[:, 2] - 2 * x[:, 5] + 0.5 * x[:, 9] + rng.normal(0, 0.3, 500)
+    chosen = forward_stepwise(x, y, 4)
+    assert chosen[:3] == [2, 5, 9]
+    assert 7 not in chosen and len(chosen) == 4
+    assert forward_stepwise(x[:, [2, 7]], y, 5) == [0]  # nothing new to add after the first
+    with pytest.raises(ValueError, match="one row per y"):
+        forward_stepwise(x, y[:-1], 2)
+
+
+def test_single_index_form_follows_a_curved_link_that_the_additive_form_cannot():
+    rng = np.random.default_rng(5)
+    answers = rng.integers(0, 2, size=(2000, 30)).astype(float)
+    weights = rng.uniform(0.2, 1.0, 30)
+    target = 100 * expit(2.5 * (answers @ weights - weights.sum() / 2) / np.sqrt(weights @ weights))
+    target += rng.normal(0, 0.5, len(target))
+    design = (np.column_stack([np.ones(len(target)), answers]), np.r_[0.0, np.full(30, 1e-4)])
+    index = _fit_index(design, target)
+    curved = np.sqrt(np.mean((_index_predict(design[0], index) - target) ** 2))
+    straight = np.sqrt(np.mean((design[0] @ _ridge(design, target) - target) ** 2))
+    assert curved < 0.5 * straight
+    assert np.corrcoef(index["weights"][1:], weights)[0, 1] > 0.95  # the items' relative weights
+
+
+def test_stepwise_items_predict_held_out_full_scores_better_than_random_items(setting):
+    _, reduced, full, train, test, fit = setting
+    stepwise = list(select_for_scores(fit, full.loc[train], n_items=6))
+    bench = reduced.data["benchmark"].to_series()
+    assert bench.loc[stepwise].value_counts().max() <= 6
+    assert set(bench.loc[stepwise]) == set(reduced.benchmark_names)
+    rng = np.random.default_rng(0)
+    sizes = {b: min(6, int((bench == b).sum())) for b in reduced.benchmark_names}
+    random = [str(i) for b, k in sizes.items() for i in rng.choice(bench.index[bench == b], k, replace=False)]
+
+    def held_out_rmse(items):
+        link = fit_score_link(fit, full.loc[train], items=items, n_draws=5)
+        answers = reduced.data.sel(llm=list(test), item=items).to_pandas()
+        table = estimate_scores(fit, answers, link=link, n_draws=5)
+        truth = [full.loc[llm, b] for llm, b in zip(table["llm"], table["benchmark"], strict=True)]
+        return float(np.sqrt(np.mean((table["estimate"] - truth) ** 2)))
+
+    assert held_out_rmse(stepwise) < held_out_rmse(random)
+    with pytest.raises(ValueError, match="no benchmark of the fit has full scores"):
+        select_for_scores(fit, pd.DataFrame({"not_a_benchmark": full.iloc[:, 0]}), n_items=3)
+    with pytest.raises(ValueError, match="exactly one"):
+        select_for_scores(fit, full.loc[train])
+
+
+def test_select_stepwise_command_needs_full_scores(setting, tmp_path, capsys):
+    from benchmirt_bayes import save_posterior
+    from benchmirt_bayes.cli import main
+
+    _, reduced, full, train, _, fit = setting
+    path = save_posterior(fit, tmp_path / "fit.nc")
+    out = tmp_path / "subset.json"
+    assert main(["select", str(path), "--n-items", "4", "--method", "stepwise", "--out", str(out)]) == 2
+    assert "--full-scores" in capsys.readouterr().err and not out.exists()
+    full.loc[train].rename_axis("llm").reset_index().to_csv(tmp_path / "full.csv", index=False)
+    args = ["select", str(path), "--n-items", "4", "--method", "stepwise"]
+    assert main([*args, "--full-scores", str(tmp_path / "full.csv"), "--out", str(out)]) == 0
+    document = json.loads(out.read_text())
+    sizes = reduced.data["benchmark"].to_series().value_counts().clip(upper=4)
+    assert {b: len(items) for b, items in document["benchmarks"].items()} == sizes.to_dict()

@@ -13,12 +13,17 @@ saw), and how sure are we? Three steps:
    reduced sets keep 2–10 % of the items, chosen to be informative), so the full score is
    not an expectation the IRT model can compute; it is learned, per benchmark, by a
    regression on the features the subset gives: a natural cubic spline of the posterior
-   mean ability (on every dimension), the model's expected score on all fitted items, and
-   the plain mean on the kept items. The training LLMs' features come from the *same*
-   kept items and the same scorer as the new LLMs' will, so the link sees the noise it
-   will meet. This is a posterior-predictive regression rather than a second likelihood
-   term in the model: the model stays a model of item responses, the link is cheap to
-   refit for another subset, and it needs no full scores to fit the items.
+   mean ability (on every dimension), the model's expected score on all fitted items,
+   the plain mean on the kept items and, under a stronger ridge penalty, the answers to
+   the kept items themselves. Two forms are fitted and the one with the smaller
+   out-of-fold error is kept: *additive* (the terms added up) and *single-index* (a
+   natural spline of one weighted sum of the same terms, fitted by Gauss–Newton), which
+   lets the items' weights act inside the curve that maps ability to a percentage. The
+   training LLMs' features come from the *same* kept items and the same scorer as the
+   new LLMs' will, so the link sees the noise it will meet. This is a posterior-predictive
+   regression rather than a second likelihood term in the model: the model stays a model
+   of item responses, the link is cheap to refit for another subset, and it needs no full
+   scores to fit the items.
 3. **Calibrated intervals.** The regression's out-of-fold residuals (cross-fitting within
    the training LLMs) are scaled by a fitted local spread and their empirical quantile
    gives the interval half-width (split-conformal prediction): 90 % intervals cover 90 %
@@ -48,10 +53,14 @@ GRID_POINTS = {1: 81, 2: 31}
 """Grid points per dimension of :func:`grid_ability_posterior`."""
 GRID_LIMIT = 4.0
 SPLINE_KNOTS = 5
+INDEX_KNOTS = 7
+INDEX_ITERATIONS = 10
 RIDGE = 1e-4
 ITEM_RIDGES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
 """Ridge penalties (per training LLM) of the link's smooth terms, and the candidates for its
 kept-item answers (chosen per benchmark by the out-of-fold error)."""
+INDEX_RIDGES = ITEM_RIDGES[2:]
+"""The candidates of the single-index form (inside the curve, weak penalties overfit)."""
 LINK_ATTR = "benchmirt_score_link"
 
 
@@ -162,6 +171,8 @@ class BenchmarkLink:
     lam: float
     coverage: float
     training: dict[str, float] = field(default_factory=dict)
+    package_form: str = "additive"
+    index: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -229,6 +240,66 @@ def _ridge(design: tuple[np.ndarray, np.ndarray], target: np.ndarray) -> np.ndar
     return np.linalg.solve(gram, x.T @ target)
 
 
+def _index_curve(z: np.ndarray, knots: np.ndarray) -> np.ndarray:
+    """Design of the single-index curve: an intercept and a natural spline of ``z``."""
+    return np.column_stack([np.ones(len(z)), natural_spline_basis(z, knots)])
+
+
+def _fit_index(design: tuple[np.ndarray, np.ndarray], target: np.ndarray) -> dict[str, list[float]]:
+    """Single-index regression ``target ≈ g(x·w)``, ``g`` a natural spline, ``w`` ridge-penalised.
+
+    Starts from the linear ridge fit (``g`` the identity) and takes damped Gauss–Newton
+    steps in ``w`` with ``g`` refitted (knots at quantiles of the index) before each step.
+    The curve can absorb any rescaling of the index, so ``w`` is rescaled after each step
+    to keep the index's spread that of the start; the penalty then weighs the items'
+    relative weights, not a scale the curve would undo.
+    """
+    x, penalty = design
+    n = len(target)
+    penalty = np.maximum(penalty, 1e-8)
+    weights = _ridge((x, penalty), target)
+    spread = float(np.std(x @ weights)) + 1e-12
+
+    def rescaled(w: np.ndarray) -> np.ndarray:
+        return w * (spread / (float(np.std(x @ w)) + 1e-12))
+
+    def curve(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        z = x @ w
+        knots = np.quantile(z, np.linspace(0.02, 0.98, INDEX_KNOTS))
+        basis = _index_curve(z, knots)
+        coefficients = np.linalg.lstsq(basis, target, rcond=None)[0]
+        loss = float(np.sum((target - basis @ coefficients) ** 2) + n * np.sum(penalty * w**2))
+        return knots, coefficients, loss
+
+    knots, coefficients, loss = curve(weights)
+    for _ in range(INDEX_ITERATIONS):
+        z = x @ weights
+        fitted = _index_curve(z, knots) @ coefficients
+        step = 1e-3 * (float(np.std(z)) + 1e-12)
+        slope = (_index_curve(z + step, knots) @ coefficients - fitted) / step
+        jacobian = x * slope[:, None]
+        gram = jacobian.T @ jacobian + n * np.diag(penalty)
+        direction = np.linalg.solve(gram, jacobian.T @ (target - fitted) - n * penalty * weights)
+        for damping in (1.0, 0.5, 0.25, 0.125):
+            trial = rescaled(weights + damping * direction)
+            trial_knots, trial_coefficients, trial_loss = curve(trial)
+            if trial_loss < loss:
+                weights, knots, coefficients, loss = trial, trial_knots, trial_coefficients, trial_loss
+                break
+        else:
+            break
+    return {
+        "weights": list(map(float, weights)),
+        "knots": list(map(float, knots)),
+        "coefficients": list(map(float, coefficients)),
+    }
+
+
+def _index_predict(x: np.ndarray, index: Mapping[str, Sequence[float]]) -> np.ndarray:
+    z = x @ np.asarray(index["weights"])
+    return _index_curve(z, np.asarray(index["knots"])) @ np.asarray(index["coefficients"])
+
+
 ESTIMATORS = ("naive", "irt", "blend", "package")
 """``naive``: the plain mean on the kept items, linearly calibrated to the full score;
 ``irt``: the spline of the subset ability and the IRT expectation; ``blend``: the
@@ -236,7 +307,10 @@ tinyBenchmarks idea (a weighted average of the calibrated kept-item mean and the
 prediction, the weight learned on the training LLMs); ``package`` (the default): one
 regression on the IRT terms, the kept mean and, with a stronger ridge penalty, the answers
 to the kept items themselves, so that items whose success tracks the unseen rest of the
-benchmark more (or less) than the model says count accordingly."""
+benchmark more (or less) than the model says count accordingly; additive or single-index,
+whichever predicts the training LLMs better out of fold."""
+FORMS = ("additive", "index")
+"""The two forms of the ``package`` regression (see the module docstring)."""
 
 
 def fit_score_link(
@@ -315,22 +389,29 @@ def _fit_benchmark_link(
     features: dict, target: np.ndarray, knots, kept: list[str], coverage: float, folds: int, rng
 ) -> BenchmarkLink:
     fold_of = rng.permutation(len(target)) % folds
-    candidates = [("naive", 0.0), ("irt", 0.0), *[("package", r) for r in ITEM_RIDGES]]
+    ridges = {"additive": ITEM_RIDGES, "index": INDEX_RIDGES}
+    candidates = [("naive", 0.0), ("irt", 0.0), *[(form, r) for form in FORMS for r in ridges[form]]]
     predicted = {key: np.zeros(len(target)) for key in candidates}
-    for f in range(folds):
-        train, test = fold_of != f, fold_of == f
+    for fold in range(folds):
+        train, test = fold_of != fold, fold_of == fold
         part = {key: value[train] for key, value in features.items()}
         held = {key: value[test] for key, value in features.items()}
         for kind, ridge in candidates:
-            beta = _ridge(_design(part, knots, kind, ridge), target[train])
-            predicted[kind, ridge][test] = _design(held, knots, kind, ridge)[0] @ beta
-    item_ridge = min(ITEM_RIDGES, key=lambda r: float(np.mean((target - predicted["package", r]) ** 2)))
+            design = _design(part, knots, "package" if kind in FORMS else kind, ridge)
+            held_x = _design(held, knots, "package" if kind in FORMS else kind, ridge)[0]
+            if kind == "index":
+                predicted[kind, ridge][test] = _index_predict(held_x, _fit_index(design, target[train]))
+            else:
+                predicted[kind, ridge][test] = held_x @ _ridge(design, target[train])
+    oof_mse = {key: float(np.mean((target - value) ** 2)) for key, value in predicted.items()}
+    form, item_ridge = min(((name, r) for name in FORMS for r in ridges[name]), key=oof_mse.__getitem__)
     out_of_fold = {"naive": predicted["naive", 0.0], "irt": predicted["irt", 0.0]}
-    out_of_fold["package"] = predicted["package", item_ridge]
+    out_of_fold["package"] = predicted[form, item_ridge]
     coefficients = {
         kind: _ridge(_design(features, knots, kind, item_ridge), target)
         for kind in ("naive", "irt", "package")
     }
+    index = _fit_index(_design(features, knots, "package", item_ridge), target) if form == "index" else {}
     # the blend weight on the calibrated kept-item mean, chosen on out-of-fold predictions
     a, b = out_of_fold["naive"], out_of_fold["irt"]
     denominator = float(np.sum((a - b) ** 2))
@@ -354,7 +435,13 @@ def _fit_benchmark_link(
         lam=lam,
         coverage=coverage,
         training={f"out_of_fold_rmse_{kind}": value for kind, value in rmse.items()}
+        | {
+            f"out_of_fold_rmse_{name}": float(np.sqrt(min(oof_mse[name, r] for r in ridges[name])))
+            for name in FORMS
+        }
         | {"n_llms": float(len(target)), "item_ridge": item_ridge},
+        package_form=form,
+        index=index,
     )
 
 
@@ -472,7 +559,10 @@ def estimate_scores(
 
 def _link_estimate(features: dict, link: BenchmarkLink, estimator: str) -> np.ndarray:
     def predict(kind: str) -> np.ndarray:
-        return _design(features, link.knots, kind)[0] @ np.asarray(link.coefficients[kind])
+        x = _design(features, link.knots, kind)[0]
+        if kind == "package" and link.package_form == "index":
+            return _index_predict(x, link.index)
+        return x @ np.asarray(link.coefficients[kind])
 
     if estimator == "blend":
         return link.lam * predict("naive") + (1 - link.lam) * predict("irt")

@@ -1,0 +1,130 @@
+"""Items chosen to predict full-benchmark scores: ``select_for_scores``.
+
+:func:`~benchmirt_bayes.analyses.selection.select_items` chooses items for what the
+*model* learns from them (Fisher information about the abilities). When the goal is a
+benchmark's full score, the LLMs whose full scores are known say directly which items
+track it: forward stepwise regression of the full score on the kept items' answers,
+per benchmark, adds at each step the item that most reduces the residual sum of squares
+given the items already chosen (an orthogonalised greedy search: each candidate is
+residualised against the chosen items, and its gain is ``(x̃·r)² / x̃·x̃``). Items whose
+answers repeat those already kept gain nothing, so the subset spreads over what the
+full score depends on. The selection is learned on training LLMs only; the link
+(:func:`~benchmirt_bayes.analyses.score_estimation.fit_score_link`) and its error are
+then measured on others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from benchmirt_bayes.posterior import responses_from_tree
+
+MIN_LLMS = 20
+"""Fewest LLMs with a known full score for a benchmark's selection."""
+
+
+def forward_stepwise(x: np.ndarray, y: np.ndarray, k: int) -> list[int]:
+    """Columns of ``x (unit, column)`` chosen greedily to predict ``y`` by least squares.
+
+    An intercept is always in the model. A column that is (numerically) a combination of
+    those already chosen is never taken. Returns at most ``k`` column indices, in the
+    order they were chosen.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.ndim != 2 or x.shape[0] != y.shape[0]:
+        raise ValueError(f"x must be (unit, column) with one row per y; got {x.shape} and {y.shape}")
+    residual_x = x - x.mean(axis=0)
+    residual_y = y - y.mean()
+    original = np.einsum("ij,ij->j", residual_x, residual_x)
+    chosen: list[int] = []
+    for _ in range(min(k, x.shape[1])):
+        norm = np.einsum("ij,ij->j", residual_x, residual_x)
+        usable = norm > 1e-8 * np.maximum(original, 1e-12)
+        usable[chosen] = False
+        if not usable.any():
+            break
+        gain = np.where(usable, (residual_y @ residual_x) ** 2 / np.where(usable, norm, 1.0), -np.inf)
+        j = int(np.argmax(gain))
+        chosen.append(j)
+        q = residual_x[:, j] / np.sqrt(norm[j])
+        residual_x -= np.outer(q, q @ residual_x)
+        residual_y -= q * (q @ residual_y)
+    return chosen
+
+
+def select_for_scores(
+    posterior: xr.DataTree,
+    full_scores: pd.DataFrame | Mapping[str, pd.Series],
+    n_items: int | None = None,
+    fraction: float | None = None,
+    *,
+    responses=None,
+) -> pd.Index:
+    """Per benchmark, the items whose answers best predict the full-benchmark score.
+
+    Parameters
+    ----------
+    posterior
+        A fit (its items and benchmarks; its data are the training LLMs unless
+        ``responses`` is given).
+    full_scores
+        Known full-benchmark scores: a DataFrame indexed by LLM with one column per
+        benchmark, or a mapping benchmark → Series. Only benchmarks with scores get items.
+    n_items, fraction
+        Items to keep *per benchmark*: a count or a share of the benchmark's fitted items
+        (exactly one; at least one item each).
+    responses
+        The training LLMs' responses (default: the fit's own data). Unanswered cells count
+        as the item's mean answer.
+
+    Returns
+    -------
+    pandas.Index
+        The chosen item ids, benchmark by benchmark in the order chosen.
+
+    Raises
+    ------
+    ValueError
+        Neither or both sizes given, or no benchmark with scores for at least
+        :data:`MIN_LLMS` of the LLMs.
+
+    """
+    if (n_items is None) == (fraction is None):
+        raise ValueError("give exactly one of n_items and fraction")
+    if n_items is not None and n_items < 1:
+        raise ValueError(f"n_items must be at least 1, got {n_items}")
+    if fraction is not None and not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    scores = pd.DataFrame(dict(full_scores)) if isinstance(full_scores, Mapping) else full_scores
+    fitted = responses_from_tree(posterior)
+    responses = responses if responses is not None else fitted
+    benchmark_of = fitted.data["benchmark"].to_series().astype(str)
+    llms = responses.llms.astype(str)
+    chosen: list[str] = []
+    usable = []
+    for name in scores.columns:
+        items = benchmark_of.index[benchmark_of == str(name)].astype(str)
+        if items.empty:
+            continue
+        target = pd.Series(scores[name]).reindex(llms).to_numpy(dtype=float)
+        rows = np.flatnonzero(np.isfinite(target))
+        if len(rows) < MIN_LLMS:
+            continue
+        usable.append(str(name))
+        answers = responses.data.sel(item=list(items)).transpose("llm", "item").values[rows]
+        answers = np.where(np.isnan(answers), np.nanmean(answers, axis=0), answers)
+        answers = np.nan_to_num(answers, nan=0.0)
+        size = n_items if n_items is not None else max(1, round(fraction * len(items)))
+        picked = forward_stepwise(answers, target[rows], size)
+        chosen += [str(items[j]) for j in picked]
+    if not usable:
+        raise ValueError(
+            f"no benchmark of the fit has full scores for at least {MIN_LLMS} of its LLMs "
+            f"(score columns: {list(map(str, scores.columns))})"
+        )
+    return pd.Index(chosen, name="item")
