@@ -695,6 +695,8 @@ def _check_select(args: argparse.Namespace) -> None:
                 "--method stepwise needs --full-scores (the training LLMs' full-benchmark scores)"
             )
         readable(args.full_scores, "full scores")
+        if args.dimension is not None:
+            raise UsageError("--dimension does not apply to --method stepwise (it selects per benchmark)")
     elif args.full_scores is not None:
         raise UsageError("--full-scores is used only by --method stepwise")
     writable_file(args.out, (".json", ".txt", ".csv"))

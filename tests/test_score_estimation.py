@@ -116,6 +116,10 @@ def test_natural_spline_is_linear_beyond_the_boundary_knots():
     x = np.array([3.0, 4.0, 5.0])
     basis = natural_spline_basis(x, knots)
     np.testing.assert_allclose(np.diff(basis, 2, axis=0), 0.0, atol=1e-9)
+    # quantiles of a variable with few values repeat: each knot counts once, no division by zero
+    tied = natural_spline_basis(np.array([0.0, 0.5, 1.0, 1.5]), np.array([0.0, 0.0, 1.0, 1.0, 2.0]))
+    assert tied.shape == (4, 2) and np.isfinite(tied).all()
+    np.testing.assert_array_equal(natural_spline_basis(x, np.array([1.0, 1.0])), x[:, None])
 
 
 def test_select_writes_item_ids_per_benchmark_for_an_evaluation_harness(setting, tmp_path):

@@ -146,9 +146,15 @@ def grid_ability_posterior(item_draws: ItemDraws, outcomes: np.ndarray, *, chunk
 
 # ------------------------------------------------------------------ the link
 def natural_spline_basis(x: np.ndarray, knots: np.ndarray) -> np.ndarray:
-    """Natural cubic spline basis at ``x`` (ESL eq. 5.4–5.5): linear beyond the boundary knots."""
+    """Natural cubic spline basis at ``x`` (ESL eq. 5.4–5.5): linear beyond the boundary knots.
+
+    Repeated knots (quantiles of a variable with few distinct values) count once; with fewer
+    than three distinct knots the basis is ``x`` alone (a straight line).
+    """
     x = np.asarray(x, dtype=float)
-    knots = np.asarray(knots, dtype=float)
+    knots = np.unique(np.asarray(knots, dtype=float))
+    if knots.size < 3:
+        return x[:, None]
 
     def d(k: int) -> np.ndarray:
         return (np.maximum(x - knots[k], 0) ** 3 - np.maximum(x - knots[-1], 0) ** 3) / (knots[-1] - knots[k])
