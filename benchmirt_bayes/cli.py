@@ -225,7 +225,22 @@ def _add_fit_settings_args(parser: argparse.ArgumentParser, *, draws: int, metho
     )
     group.add_argument("--advi-max-steps", type=_positive_int, default=20000, help="ADVI step budget")
     group.add_argument(
-        "--advi-tolerance", type=_positive_float, default=1e-3, help="ADVI relative-ELBO stopping rule"
+        "--advi-stopping",
+        choices=["noise", "relative"],
+        default="noise",
+        help="ADVI stopping rule: the loss trend against its noise (default) or the relative change",
+    )
+    group.add_argument(
+        "--advi-tolerance",
+        type=_positive_float,
+        default=None,
+        help="threshold of the ADVI stopping rule (default: 1.0 noise SD, or 1e-3 relative)",
+    )
+    group.add_argument(
+        "--advi-polish-steps",
+        type=_non_negative_int,
+        default=1000,
+        help="ADVI steps at a tenth of the learning rate after the search (default 1000)",
     )
     group.add_argument("--advi-learning-rate", type=_positive_float, default=0.02, help="ADVI Adam step size")
 
@@ -380,7 +395,9 @@ def _fit_settings(args: argparse.Namespace) -> dict[str, Any]:
         advi = AdviSettings(
             draws=args.draws if nuts is None else AdviSettings.draws,
             max_steps=args.advi_max_steps,
+            stopping=args.advi_stopping,
             tolerance=args.advi_tolerance,
+            polish_steps=args.advi_polish_steps,
             learning_rate=args.advi_learning_rate,
         )
     return {

@@ -111,9 +111,3 @@ def tucker_congruence(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     numerator = (a * b).sum(axis=0)
     denominator = np.sqrt((a**2).sum(axis=0) * (b**2).sum(axis=0))
     return numerator / np.where(denominator == 0, 1.0, denominator)
-
-
-def random_rotation(n_dims: int, rng: np.random.Generator) -> np.ndarray:
-    """A uniformly distributed (Haar) ``n_dims × n_dims`` orthogonal matrix."""
-    q, r = np.linalg.qr(rng.standard_normal((n_dims, n_dims)))
-    return q * np.sign(np.diag(r))[None, :]

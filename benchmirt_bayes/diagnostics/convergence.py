@@ -92,8 +92,9 @@ def check_convergence(
         (``fit_posterior`` with no depth given on 10⁶ cells or more) and allows
         5 % of capped draws otherwise; the share is reported either way.
     elbo_tolerance
-        ADVI: largest acceptable relative ELBO change over the last window
-        (default: the tolerance the fit used).
+        ADVI: largest acceptable value of the criterion the fit's stopping rule compared
+        (the loss trend over noise, or the relative change for fits stored before the
+        noise rule; default: the tolerance the fit used).
     min_dimension_share
         Smallest share of the items' squared loadings (posterior means) that every
         dimension must carry; a dimension below it has collapsed (the fit may sit at the
@@ -267,44 +268,47 @@ def sampler_checks(posterior: xr.DataTree) -> dict[str, float]:
 
 def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceReport:
     elbo = posterior["elbo"].to_dataset()
+    window = int(elbo.attrs.get("window", 200))
+    rule = str(elbo.attrs.get("stopping", "relative"))
+    tol = tolerance if tolerance is not None else float(elbo.attrs.get("tolerance", 1e-3))
+    label = "trend over noise" if rule == "noise" else "relative change"
     rows, messages, ok = [], [], True
     for restart in elbo["restart"].values:
         record = elbo["elbo"].sel(restart=restart).dropna("step").values
-        window = int(elbo.attrs.get("window", 200))
-        tol = tolerance if tolerance is not None else float(elbo.attrs.get("tolerance", 1e-3))
-        if "final_relative_change" in elbo:  # the number the stopping rule itself compared
-            change = float(elbo["final_relative_change"].sel(restart=restart))
+        stored = next((n for n in ("final_criterion", "final_relative_change") if n in elbo), None)
+        if stored is not None:  # the very number the stopping rule compared
+            value = float(elbo[stored].sel(restart=restart))
             fired = bool(elbo["stopping_rule_fired"].sel(restart=restart))
-        else:  # fits stored before 0.2
-            change = relative_elbo_change(record, window)
+        else:  # fits stored before 0.2, and minibatch fits
+            value = relative_elbo_change(record, window)
             fired = (
                 bool(elbo.attrs.get("stopping_rule_fired", 0))
                 if elbo.sizes["restart"] == 1
-                else bool(np.isfinite(change) and change < tol)
+                else bool(np.isfinite(value) and value < tol)
             )
         rows.append(
             {
                 "restart": int(restart),
                 "steps": record.size,
-                "final_elbo": record[-1],
-                "relative_change_last_window": change,
+                "final_elbo": float(np.mean(record[-window:])) if record.size else float("nan"),
+                "stopping_criterion": value,
                 "stopping_rule_fired": fired,
             }
         )
-        if not np.isfinite(change):
+        if not np.isfinite(value):
             ok = False
             messages.append(
-                f"restart {restart}: stopped after {record.size} steps, before two windows of {window} "
-                "steps had passed, so the stopping rule never checked; raise AdviSettings.max_steps"
+                f"restart {restart}: stopped after {record.size} steps, before the stopping rule "
+                "first checked; raise AdviSettings.max_steps"
             )
-        elif change > tol:
+        elif value > tol:
             ok = False
             messages.append(
-                f"restart {restart}: ELBO still moving (relative change {change:.2e} > {tol}); "
+                f"restart {restart}: ELBO still moving ({label} {value:.2g} > {tol:g}); "
                 "raise AdviSettings.max_steps"
             )
     if ok:
-        messages.append("ELBO converged in every restart (relative change below tolerance)")
+        messages.append(f"ELBO converged in every restart ({label} below {tol:g})")
     messages.append(
         "ADVI is an approximation: mean-field ADVI understates posterior spread; confirm key "
         "results with NUTS"
@@ -314,7 +318,7 @@ def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceR
         ok,
         posterior.attrs.get("benchmirt_method", "advi"),
         table,
-        {"min_relative_change": float(table["relative_change_last_window"].min())},
+        {"min_stopping_criterion": float(table["stopping_criterion"].min())},
         messages,
     )
 

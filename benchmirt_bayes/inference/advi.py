@@ -1,4 +1,4 @@
-"""Seeded ADVI with a relative-ELBO stopping rule."""
+"""Seeded ADVI: a stopping rule, then a short low-learning-rate polish."""
 
 from __future__ import annotations
 
@@ -8,34 +8,65 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pymc as pm
+import pytensor
 import xarray as xr
+
+TREND_WINDOWS = 5
+"""Windows over which the noise rule fits its linear trend of the loss."""
+
+POLISH_FACTOR = 0.1
+"""Learning rate of the polish phase, as a share of the search phase's."""
+
+
+def trend_in_noise_units(losses: np.ndarray) -> float:
+    """How far a straight line fitted to ``losses`` falls over their span, in per-step noise SDs.
+
+    The noise SD is that of the residuals around the line (the Monte Carlo noise of one
+    step's loss estimate). Positive while the loss still falls.
+    """
+    steps = np.arange(losses.size, dtype=float)
+    slope, intercept = np.polyfit(steps, losses, 1)
+    noise = float(np.std(losses - (intercept + slope * steps)))
+    return float(-slope * losses.size / max(noise, 1e-12))
+
+
+def relative_change(losses: np.ndarray, window: int) -> float:
+    """Relative change between the mean loss of the last two windows."""
+    last = float(np.mean(losses[-window:]))
+    previous = float(np.mean(losses[-2 * window : -window]))
+    return abs(previous - last) / max(abs(last), 1e-12)
 
 
 @dataclass
 class ElboConvergence:
-    """Stop when the mean loss of the last window moves by less than ``tolerance`` (relative).
+    """When the search phase ends, then the polish phase; also the fit's progress display.
 
-    Also the fit's progress display (``progressbar``): the step, the mean loss of the last
-    window and the relative change the rule compares, and one closing line that says
-    whether the rule stopped the fit or the step budget ran out.
+    Every ``window`` steps the rule checks one criterion:
 
-    Attributes
-    ----------
-    window
-        Steps per window; the rule compares the last two windows' mean loss.
-    tolerance
-        Relative change below which the fit stops.
-    fired
-        Whether the rule stopped the fit (False: the step budget ran out).
-    relative_changes
-        The relative change at every check.
+    - ``"noise"``: the drop of a straight line fitted to the loss over the last
+      ``TREND_WINDOWS`` windows, in units of the per-step noise SD around it. The search
+      ends when it falls below ``tolerance``: continuing would gain less than the noise of
+      one step. A trend over several windows is needed because the difference of two
+      windows' means is as noisy as the improvement it has to detect, so a two-window rule
+      fires by chance.
+    - ``"relative"``: the relative change of the mean loss between the last two windows
+      (the rule of fits stored before the noise rule).
 
+    Then ``polish_steps`` steps run at ``POLISH_FACTOR`` times the learning rate, which
+    lets the parameters settle from the jitter of the search's step size; the fit's final
+    ELBO is the mean of the last window of that phase. ``fired`` is False when the step
+    budget ended the search instead.
     """
 
     window: int = 200
-    tolerance: float = 1e-3
+    tolerance: float = 1.0
+    stopping: str = "noise"
+    polish_steps: int = 0
+    max_steps: int = 20000
+    learning_rate: object | None = None
     fired: bool = False
-    relative_changes: list[float] = field(default_factory=list)
+    criteria: list[float] = field(default_factory=list)
+    polish_from: int | None = None
     progress: object | None = None
     task: object | None = None
 
@@ -43,21 +74,42 @@ class ElboConvergence:
         """PyMC callback: check every ``window`` steps."""
         if self.progress is not None and step % 10 == 0:
             loss = float(np.mean(losses[-self.window :]))
-            change = self.relative_changes[-1] if self.relative_changes else float("nan")
-            self.progress.update(self.task, completed=step, loss=f"{loss:,.0f}", change=f"{change:.1e}")
-        if step % self.window or step < 2 * self.window:
+            value = self.criteria[-1] if self.criteria else float("nan")
+            self.progress.update(self.task, completed=step, loss=f"{loss:,.0f}", change=f"{value:.2g}")
+        if self.polish_from is not None:
+            if step - self.polish_from >= self.polish_steps:
+                raise StopIteration("polish phase done")
             return
-        last = float(np.mean(losses[-self.window :]))
-        previous = float(np.mean(losses[-2 * self.window : -self.window]))
-        change = abs(previous - last) / max(abs(last), 1e-12)
-        self.relative_changes.append(change)
-        if change < self.tolerance:
+        if step >= self.max_steps:
+            self._end_search(step)
+            return
+        needed = (TREND_WINDOWS if self.stopping == "noise" else 2) * self.window
+        if step % self.window or step < needed:
+            return
+        if self.stopping == "noise":
+            value = trend_in_noise_units(np.asarray(losses[-needed:], dtype=float))
+        else:
+            value = relative_change(np.asarray(losses, dtype=float), self.window)
+        self.criteria.append(value)
+        if value < self.tolerance:
             self.fired = True
-            raise StopIteration(f"ELBO converged: relative change {change:.2e} < {self.tolerance}")
+            self._end_search(step)
+
+    def _end_search(self, step: int) -> None:
+        if self.polish_steps <= 0:
+            raise StopIteration("search ended; no polish phase")
+        self.polish_from = step
+        if self.learning_rate is not None:
+            self.learning_rate.set_value(self.learning_rate.get_value() * POLISH_FACTOR)
+
+    @property
+    def label(self) -> str:
+        """What the progress display and the closing line call the criterion."""
+        return "trend over noise" if self.stopping == "noise" else "relative change"
 
 
 @contextmanager
-def _progress(rule: ElboConvergence, enabled: bool, max_steps: int, method: str):
+def _progress(rule: ElboConvergence, enabled: bool, method: str):
     """A progress display that reads as the stopping rule does (PyMC's own is switched off)."""
     if not enabled:
         yield
@@ -69,25 +121,28 @@ def _progress(rule: ElboConvergence, enabled: bool, max_steps: int, method: str)
         TextColumn(f"{method.upper()}"),
         TextColumn("step {task.completed:>6,.0f} of at most {task.total:,.0f}"),
         TextColumn("· mean loss {task.fields[loss]}"),
-        TextColumn("· relative change {task.fields[change]} (stops below " + f"{rule.tolerance:.0e})"),
+        TextColumn(f"· {rule.label} " + "{task.fields[change]}"),
+        TextColumn(f"(search stops below {rule.tolerance:g})"),
         TimeElapsedColumn(),
     )
+    total = rule.max_steps + rule.polish_steps
     with Progress(*columns, transient=True) as progress:
-        rule.progress, rule.task = progress, progress.add_task("advi", total=max_steps, loss="…", change="…")
+        rule.progress, rule.task = progress, progress.add_task("advi", total=total, loss="…", change="…")
         yield
     rule.progress = rule.task = None
-    change = rule.relative_changes[-1] if rule.relative_changes else float("nan")
+    value = rule.criteria[-1] if rule.criteria else float("nan")
+    polish = f", then {rule.polish_steps:,} polish steps" if rule.polish_steps else ""
     if rule.fired:
-        print(f"{method.upper()} converged: relative ELBO change {change:.2e} < {rule.tolerance:g}")
+        print(f"{method.upper()} converged: {rule.label} {value:.2g} < {rule.tolerance:g}{polish}")
     else:
         print(
-            f"{method.upper()} stopped at its step budget ({max_steps:,} steps) with relative ELBO change "
-            f"{change:.2e} (tolerance {rule.tolerance:g}): raise AdviSettings.max_steps"
+            f"{method.upper()} stopped at its step budget ({rule.max_steps:,} steps) with {rule.label} "
+            f"{value:.2g} (tolerance {rule.tolerance:g}){polish}: raise AdviSettings.max_steps"
         )
 
 
 def final_elbo(elbo: xr.Dataset, window: int) -> float:
-    """Mean ELBO over the last ``window`` steps (the value the stopping rule compares)."""
+    """Mean ELBO over the last ``window`` steps (the fit's final ELBO)."""
     values = np.asarray(elbo["elbo"].values, dtype=float)
     values = values[np.isfinite(values)]
     return float(np.mean(values[-window:])) if values.size else float("nan")
@@ -107,7 +162,9 @@ def run_advi(
     method: str = "advi",
     draws: int = 1000,
     max_steps: int = 20000,
-    tolerance: float = 1e-3,
+    stopping: str = "noise",
+    tolerance: float = 1.0,
+    polish_steps: int = 1000,
     window: int = 200,
     learning_rate: float = 0.02,
     random_seed: int,
@@ -117,19 +174,28 @@ def run_advi(
     """Fit mean-field (``"advi"``) or full-rank (``"fullrank_advi"``) ADVI and draw from it.
 
     Adam with gradient-norm clipping: PyMC's default optimiser diverges to NaN
-    on this model (see ``shared/docs/MEASURED.md``).
+    on this model (see ``shared/docs/MEASURED.md``). The step size is a shared variable so
+    that the polish phase (:class:`ElboConvergence`) lowers it without recompiling.
     """
-    rule = ElboConvergence(window=window, tolerance=tolerance)
+    rate = pytensor.shared(np.asarray(learning_rate, dtype=pytensor.config.floatX), name="learning_rate")
+    rule = ElboConvergence(
+        window=window,
+        tolerance=tolerance,
+        stopping=stopping,
+        polish_steps=polish_steps,
+        max_steps=max_steps,
+        learning_rate=rate,
+    )
     quiet = logging.getLogger("pymc.variational.inference")
     level = quiet.level
     quiet.setLevel(logging.WARNING)  # "Interrupted at 799 [3%]" reads as a failure; ours says what happened
     try:
-        with model, _progress(rule, progressbar, max_steps, method):
+        with model, _progress(rule, progressbar, method):
             approx = pm.fit(
-                n=max_steps,
+                n=max_steps + polish_steps,
                 method=method,
                 random_seed=random_seed,
-                obj_optimizer=pm.adam(learning_rate=learning_rate),
+                obj_optimizer=pm.adam(learning_rate=rate),
                 total_grad_norm_constraint=100.0,
                 callbacks=[rule],
                 progressbar=False,
@@ -140,6 +206,7 @@ def run_advi(
     finally:
         quiet.setLevel(level)
     losses = np.asarray(approx.hist, dtype=float)
+    final = rule.criteria[-1] if rule.criteria else np.nan
     elbo = xr.Dataset(
         {"elbo": ("step", -losses)},
         coords={"step": np.arange(1, losses.size + 1)},
@@ -147,15 +214,17 @@ def run_advi(
             "method": method,
             "steps": int(losses.size),
             "max_steps": max_steps,
+            "stopping": stopping,
             "tolerance": tolerance,
+            "polish_steps": polish_steps,
             "window": window,
             "learning_rate": learning_rate,
             "stopping_rule_fired": int(rule.fired),
-            "final_relative_change": rule.relative_changes[-1] if rule.relative_changes else np.nan,
+            "final_criterion": final,
         },
     )
-    # per restart, the very number the stopping rule compared (the stored record may end a step
-    # earlier than the rule saw, so recomputing it from the record can differ)
-    elbo["final_relative_change"] = xr.DataArray(elbo.attrs["final_relative_change"])
+    # per restart, the very number the stopping rule compared (it cannot be recomputed from
+    # the record once the polish phase has run)
+    elbo["final_criterion"] = xr.DataArray(final)
     elbo["stopping_rule_fired"] = xr.DataArray(bool(rule.fired))
     return AdviResult(tree["posterior"].to_dataset(), elbo)

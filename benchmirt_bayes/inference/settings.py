@@ -23,6 +23,9 @@ Sampler = Literal["nutpie", "numpyro", "pymc"]
 NutsInit = Literal["auto", "prior", "advi"]
 Auto = Literal["auto"]
 AdviInit = Literal["spectral", "prior"]
+AdviStopping = Literal["noise", "relative"]
+DEFAULT_TOLERANCE = {"noise": 1.0, "relative": 1e-3}
+"""Each ADVI stopping rule's default threshold (see :class:`AdviSettings`)."""
 
 LARGE_NUTS_CELLS = 1_000_000
 """Observed cells from which ``"auto"`` NUTS settings take the large-data path (ADVI start,
@@ -143,14 +146,23 @@ class AdviSettings:
         Draws taken from the fitted approximation (for the ADVI start of NUTS, 100 are
         averaged whatever this says).
     max_steps
-        Step budget.
+        Step budget of the search phase.
+    stopping
+        The rule that ends the search phase (checked every ``window`` steps; see
+        :class:`benchmirt_bayes.inference.advi.ElboConvergence`): ``"noise"`` (default) when
+        a straight line fitted to the loss of the last five windows falls by less than
+        ``tolerance`` per-step noise SDs over them; ``"relative"`` when the mean loss of the
+        last two windows changes by less than ``tolerance`` (relative).
     tolerance
-        Relative change of the mean loss between the last two windows below which the
-        fit stops.
+        The rule's threshold; ``None`` (default) takes the rule's own: 1.0 noise SD for
+        ``"noise"``, 1e-3 for ``"relative"`` (the rule of fits stored before the noise rule).
+    polish_steps
+        Steps run after the search at a tenth of the learning rate, so that the
+        parameters settle from the search's step-size jitter (0: none).
     learning_rate
-        Adam step size.
+        Adam step size of the search phase.
     window
-        Steps per window of the stopping rule.
+        Steps per window of the stopping rule; the final ELBO is the mean of the last one.
     init
         Where the optimisation starts: ``"spectral"`` (default for exploratory specs: the
         rank-K SVD solution of the centred responses, seeded random rotation; see
@@ -166,7 +178,9 @@ class AdviSettings:
 
     draws: int = 1000
     max_steps: int = 20000
-    tolerance: float = 1e-3
+    stopping: AdviStopping = "noise"
+    tolerance: float | None = None
+    polish_steps: int = 1000
     learning_rate: float = 0.02
     window: int = 200
     init: AdviInit = "spectral"
@@ -177,6 +191,16 @@ class AdviSettings:
             positive_int(name, getattr(self, name))
         if self.init not in AdviInit.__args__:
             raise ValueError(f"advi init must be one of {AdviInit.__args__}, got {self.init!r}")
+        if self.stopping not in AdviStopping.__args__:
+            raise ValueError(f"advi stopping must be one of {AdviStopping.__args__}, got {self.stopping!r}")
+        if self.tolerance is None:
+            object.__setattr__(self, "tolerance", DEFAULT_TOLERANCE[self.stopping])
+        if (
+            isinstance(self.polish_steps, bool)
+            or not isinstance(self.polish_steps, int | np.integer)
+            or (self.polish_steps < 0)
+        ):
+            raise ValueError(f"polish_steps must be a non-negative integer, got {self.polish_steps!r}")
         for name in ("tolerance", "learning_rate"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not np.isfinite(value) or value <= 0:
@@ -259,8 +283,9 @@ class FitSettings:
             spec_json=str(raw["spec_json"]),
             likelihood=str(raw.get("likelihood", "cells")),
             nuts=NutsSettings(**nuts) if nuts is not None else None,
-            # fits stored before ADVI had a spectral start began from the prior
-            advi=AdviSettings(**{"init": "prior", **advi}) if advi is not None else None,
+            # fits stored before ADVI had a spectral start began from the prior, and fits
+            # stored before the noise rule stopped on the relative rule with no polish phase
+            advi=AdviSettings(**{"init": "prior", **_RELATIVE_RULE, **advi}) if advi is not None else None,
             automatic=tuple((str(k), str(v)) for k, v in raw.get("automatic", ())),
         )
 
@@ -268,6 +293,10 @@ class FitSettings:
     def from_json(cls, text: str) -> FitSettings:
         """Inverse of :meth:`to_json`."""
         return cls.from_dict(json.loads(text))
+
+
+_RELATIVE_RULE = {"stopping": "relative", "tolerance": 1e-3, "polish_steps": 0}
+"""The ADVI stopping settings of fits stored before the noise rule (their attrs name no ``stopping``)."""
 
 
 def _grouped_from_flat(raw: Mapping[str, Any]) -> dict[str, Any]:
