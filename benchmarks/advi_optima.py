@@ -15,14 +15,19 @@ Three parts, each a Markdown table on stdout (with date, machine and commit):
    comparisons it rests on: the number of folds in which each model beats the one with
    one dimension fewer.
 
-    python benchmarks/advi_optima.py                 # hours on 2 cores
+    python benchmarks/advi_optima.py                 # many hours on 2 cores
     python benchmarks/advi_optima.py --quick         # minutes: fewer seeds, subsets, no CV
+
+Parts and sets can run in separate processes (``--parts``, ``--sets``), and ``--rows FILE``
+appends every finished fit as a JSON line (with the commit it ran on), so a long run can
+be followed, or summarised later with ``--summarise FILE``.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import platform
 import subprocess
 import time
@@ -73,25 +78,25 @@ def stall_case(seed: int = 0) -> ResponseMatrix:
     )
 
 
+def one_fit(responses: ResponseMatrix, n_dims: int, seed: int, advi: dict) -> dict:
+    """Final ELBO, its noise, the smallest dimension's share, steps and seconds of one ADVI fit."""
+    start = time.perf_counter()
+    fit = fit_posterior(responses, n_dims, method="advi", random_seed=seed, progressbar=False, advi=advi)
+    elbo = fit["elbo"].to_dataset().isel(restart=0).dropna("step")
+    window = int(elbo.attrs.get("window", 200))
+    shares = check_convergence(fit).sampler_checks
+    return {
+        "seed": seed,
+        "final_elbo": final_elbo(elbo, window),
+        "noise": float(np.std(elbo["elbo"].values[-window:])),
+        "min_dimension_share": min(v for k, v in shares.items() if k.startswith("dimension_share")),
+        "steps": int(elbo.sizes["step"]),
+        "seconds": time.perf_counter() - start,
+    }
+
+
 def run_seeds(responses: ResponseMatrix, n_dims: int, seeds: list[int], advi: dict) -> pd.DataFrame:
-    rows = []
-    for seed in seeds:
-        start = time.perf_counter()
-        fit = fit_posterior(responses, n_dims, method="advi", random_seed=seed, progressbar=False, advi=advi)
-        elbo = fit["elbo"].to_dataset().isel(restart=0).dropna("step")
-        window = int(elbo.attrs.get("window", 200))
-        shares = check_convergence(fit).sampler_checks
-        rows.append(
-            {
-                "seed": seed,
-                "final_elbo": final_elbo(elbo, window),
-                "noise": float(np.std(elbo["elbo"].values[-window:])),
-                "min_dimension_share": min(v for k, v in shares.items() if k.startswith("dimension_share")),
-                "steps": int(elbo.sizes["step"]),
-                "seconds": time.perf_counter() - start,
-            }
-        )
-    return pd.DataFrame(rows)
+    return pd.DataFrame([one_fit(responses, n_dims, seed, advi) for seed in seeds])
 
 
 def summarise(label: str, table: pd.DataFrame) -> dict:
@@ -127,47 +132,87 @@ def paired_wins(cv, dims: list[int]) -> str:
     return "; ".join(parts)
 
 
+REAL_LABELS = {
+    "oll": "Open LLM Leaderboard v1 (2,461 × 693)",
+    "opencompass": "OpenCompass (12 × 41,871)",
+}
+QUICK_LABELS = {
+    "oll": "Open LLM Leaderboard v1, first 400 LLMs",
+    "opencompass": "OpenCompass, every 10th item",
+}
+
+
+def real_set(name: str, quick: bool) -> ResponseMatrix:
+    """A real set in ``../shared/data``; with ``quick`` its subset (first 400 LLMs, every 10th item)."""
+    if name == "oll":
+        responses = load_open_llm_leaderboard(SHARED / "open_llm_leaderboard_v1")
+        return responses.subset(llms=list(responses.llms[:400])) if quick else responses
+    responses = load_opencompass(SHARED / "opencompass_12llm")
+    return responses.take_items(np.arange(0, responses.n_items, 10)) if quick else responses
+
+
+def append_row(path: Path | None, row: dict) -> None:
+    print(json.dumps(row), flush=True)
+    if path is not None:
+        with path.open("a") as handle:
+            handle.write(json.dumps(row) + "\n")
+
+
+def seed_tables(rows: list[dict]) -> str:
+    """The part-2 table from fit rows (one line per set and number of dimensions)."""
+    frame = pd.DataFrame(rows)
+    commits = ", ".join(sorted(frame["commit"].unique()))
+    lines = []
+    for (label, n_dims), table in frame.groupby(["set", "dims"], sort=False):
+        lines.append(summarise(f"{label}, {n_dims} dims", table.reset_index(drop=True)))
+    return f"fits ran on commit {commits}\n\n" + markdown(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--sets", nargs="+", choices=sorted(REAL_LABELS), default=sorted(REAL_LABELS))
+    parser.add_argument("--parts", nargs="+", type=int, choices=(1, 2, 3), default=(1, 2, 3))
+    parser.add_argument("--rows", type=Path, default=None, help="append each finished fit here (JSON lines)")
+    parser.add_argument("--summarise", type=Path, nargs="+", default=None, help="print part 2 from row files")
     args = parser.parse_args()
+    if args.summarise:
+        rows = [json.loads(line) for path in args.summarise for line in path.read_text().splitlines() if line]
+        print("## 2. Real sets, default settings (spectral start)\n\n" + seed_tables(rows) + "\n")
+        return
     n_seeds = args.seeds or (3 if args.quick else 10)
     seeds = list(range(n_seeds))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
+    git = ["git", "rev-parse", "--short", "HEAD"]
+    commit = subprocess.run(git, capture_output=True, text=True).stdout.strip()
     print(
         f"# ADVI optima, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()} "
-        f"({platform.machine()}), commit {commit.strip()}, "
+        f"({platform.machine()}), commit {commit}, "
         f"`python benchmarks/advi_optima.py{' --quick' if args.quick else ''}`\n"
     )
-    stall = stall_case()
-    rows = []
-    for init in ("prior", "spectral"):
-        table = run_seeds(stall, 2, seeds, {"init": init, "draws": 20})
-        rows.append(summarise(f"simulated stall (22 × 2,854), 2 dims, start: {init}", table))
-    print("## 1. A simulated stall\n\n" + markdown(rows) + "\n", flush=True)
+    if 1 in args.parts:
+        stall = stall_case()
+        rows = []
+        for init in ("prior", "spectral"):
+            table = run_seeds(stall, 2, seeds, {"init": init, "draws": 20})
+            rows.append(summarise(f"simulated stall (22 × 2,854), 2 dims, start: {init}", table))
+        print("## 1. A simulated stall\n\n" + markdown(rows) + "\n", flush=True)
 
-    real = {
-        "Open LLM Leaderboard v1 (2,461 × 693)": load_open_llm_leaderboard(
-            SHARED / "open_llm_leaderboard_v1"
-        ),
-        "OpenCompass (12 × 41,871)": load_opencompass(SHARED / "opencompass_12llm"),
-    }
-    if args.quick:  # subsets: the first 400 LLMs of the leaderboard, every 10th OpenCompass item
-        oll = real.pop("Open LLM Leaderboard v1 (2,461 × 693)")
-        oc = real.pop("OpenCompass (12 × 41,871)")
-        real["Open LLM Leaderboard v1, first 400 LLMs"] = oll.subset(llms=list(oll.llms[:400]))
-        real["OpenCompass, every 10th item"] = oc.take_items(np.arange(0, oc.n_items, 10))
-    rows = []
-    for label, responses in real.items():
-        for n_dims in (2, 3):
-            table = run_seeds(responses, n_dims, seeds, {"draws": 20})
-            rows.append(summarise(f"{label}, {n_dims} dims", table))
-            print(f"done: {label}, {n_dims} dims", flush=True)
-    print("## 2. Real sets, default settings (spectral start)\n\n" + markdown(rows) + "\n", flush=True)
-    if args.quick:
+    labels = QUICK_LABELS if args.quick else REAL_LABELS
+    real = {labels[name]: real_set(name, args.quick) for name in args.sets}
+    if 2 in args.parts:
+        rows = []
+        for label, responses in real.items():
+            for seed in seeds:  # seeds outermost, so that a stopped run has every dimension count
+                for n_dims in (2, 3):
+                    row = {"set": label, "dims": n_dims, "commit": commit}
+                    row.update(one_fit(responses, n_dims, seed, {"draws": 20}))
+                    append_row(args.rows, row)
+                    rows.append(row)
+        print("## 2. Real sets, default settings (spectral start)\n\n" + seed_tables(rows) + "\n", flush=True)
+    if args.quick or 3 not in args.parts:
         return
     rows = []
     for label, responses in real.items():

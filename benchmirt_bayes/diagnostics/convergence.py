@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from benchmirt_bayes.inference.advi import CRITERION_LABELS, final_elbo, relative_change
 from benchmirt_bayes.posterior import KEPT_VARIABLES, OPTIMISATION_METHODS, deliberate_depth_cap, energy_bfmi
 
 # every identified variable a fit returns, less those with structurally constant elements
@@ -271,8 +272,9 @@ def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceR
     window = int(elbo.attrs.get("window", 200))
     rule = str(elbo.attrs.get("stopping", "relative"))
     tol = tolerance if tolerance is not None else float(elbo.attrs.get("tolerance", 1e-3))
-    label = "trend over noise" if rule == "noise" else "relative change"
+    label = CRITERION_LABELS.get(rule, rule)
     rows, messages, ok = [], [], True
+    polish = int(elbo.attrs.get("polish_steps", 0))  # the polish phase always runs to its end
     for restart in elbo["restart"].values:
         record = elbo["elbo"].sel(restart=restart).dropna("step").values
         stored = next((n for n in ("final_criterion", "final_relative_change") if n in elbo), None)
@@ -280,7 +282,7 @@ def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceR
             value = float(elbo[stored].sel(restart=restart))
             fired = bool(elbo["stopping_rule_fired"].sel(restart=restart))
         else:  # fits stored before 0.2, and minibatch fits
-            value = relative_elbo_change(record, window)
+            value = relative_change(record, window)
             fired = (
                 bool(elbo.attrs.get("stopping_rule_fired", 0))
                 if elbo.sizes["restart"] == 1
@@ -290,7 +292,7 @@ def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceR
             {
                 "restart": int(restart),
                 "steps": record.size,
-                "final_elbo": float(np.mean(record[-window:])) if record.size else float("nan"),
+                "final_elbo": final_elbo(record, window),
                 "stopping_criterion": value,
                 "stopping_rule_fired": fired,
             }
@@ -298,7 +300,8 @@ def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceR
         if not np.isfinite(value):
             ok = False
             messages.append(
-                f"restart {restart}: stopped after {record.size} steps, before the stopping rule "
+                f"restart {restart}: the search stopped after {record.size - polish} steps"
+                f"{f' (then {polish} polish steps)' if polish else ''}, before the stopping rule "
                 "first checked; raise AdviSettings.max_steps"
             )
         elif value > tol:
@@ -322,10 +325,3 @@ def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceR
         messages,
     )
 
-
-def relative_elbo_change(elbo: np.ndarray, window: int) -> float:
-    """Relative change of the mean ELBO between the last two windows (NaN if too short)."""
-    if elbo.size < 2 * window:
-        return float("nan")
-    last, previous = elbo[-window:].mean(), elbo[-2 * window : -window].mean()
-    return float(abs(last - previous) / max(abs(last), 1e-12))

@@ -17,6 +17,9 @@ TREND_WINDOWS = 5
 POLISH_FACTOR = 0.1
 """Learning rate of the polish phase, as a share of the search phase's."""
 
+CRITERION_LABELS = {"noise": "trend over noise", "relative": "relative change"}
+"""What reports call each stopping rule's criterion."""
+
 
 def trend_in_noise_units(losses: np.ndarray) -> float:
     """How far a straight line fitted to ``losses`` falls over their span, in per-step noise SDs.
@@ -31,7 +34,9 @@ def trend_in_noise_units(losses: np.ndarray) -> float:
 
 
 def relative_change(losses: np.ndarray, window: int) -> float:
-    """Relative change between the mean loss of the last two windows."""
+    """Relative change between the mean loss of the last two windows (NaN if fewer steps)."""
+    if losses.size < 2 * window:
+        return float("nan")
     last = float(np.mean(losses[-window:]))
     previous = float(np.mean(losses[-2 * window : -window]))
     return abs(previous - last) / max(abs(last), 1e-12)
@@ -105,7 +110,7 @@ class ElboConvergence:
     @property
     def label(self) -> str:
         """What the progress display and the closing line call the criterion."""
-        return "trend over noise" if self.stopping == "noise" else "relative change"
+        return CRITERION_LABELS[self.stopping]
 
 
 @contextmanager
@@ -141,9 +146,12 @@ def _progress(rule: ElboConvergence, enabled: bool, method: str):
         )
 
 
-def final_elbo(elbo: xr.Dataset, window: int) -> float:
-    """Mean ELBO over the last ``window`` steps (the fit's final ELBO)."""
-    values = np.asarray(elbo["elbo"].values, dtype=float)
+def final_elbo(elbo: xr.Dataset | np.ndarray, window: int) -> float:
+    """Mean ELBO over the last ``window`` steps (the fit's final ELBO).
+
+    ``elbo`` is a fit's ELBO record of one restart, as a dataset or as the array of values.
+    """
+    values = np.asarray(elbo["elbo"].values if isinstance(elbo, xr.Dataset) else elbo, dtype=float)
     values = values[np.isfinite(values)]
     return float(np.mean(values[-window:])) if values.size else float("nan")
 

@@ -165,7 +165,7 @@ class AdviSettings:
         Steps per window of the stopping rule; the final ELBO is the mean of the last one.
     init
         Where the optimisation starts: ``"spectral"`` (default for exploratory specs: the
-        rank-K SVD solution of the centred responses, seeded random rotation; see
+        rank-K SVD solution of the centred responses, unrotated; see
         :mod:`benchmirt_bayes.inference.initialisation`) or ``"prior"`` (a seeded draw from
         the prior, which on few LLMs can settle at a lower-dimensional optimum).
         Confirmatory and anchored specs always start from the prior, and so do restarts
