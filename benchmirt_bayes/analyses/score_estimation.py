@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from benchmirt_bayes.analyses.score_selection import known_scores, score_frame
 from benchmirt_bayes.analyses.scoring import ItemDraws
 from benchmirt_bayes.model.response_models import BINARY, linear_predictor
 from benchmirt_bayes.posterior import responses_from_tree
@@ -359,7 +360,7 @@ def fit_score_link(
     """
     if not 0 < coverage < 1:
         raise ValueError(f"coverage must be in (0, 1), got {coverage!r}")
-    scores = pd.DataFrame(dict(full_scores)) if isinstance(full_scores, Mapping) else full_scores
+    scores = score_frame(full_scores)
     responses = responses if responses is not None else responses_from_tree(posterior)
     item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
     kept = list(item_draws.items) if items is None else [str(i) for i in items]
@@ -372,8 +373,7 @@ def fit_score_link(
     for name in scores.columns:
         if name not in set(bench_of_item):
             continue
-        target = pd.Series(scores[name]).reindex(llms).to_numpy(dtype=float)
-        rows = np.flatnonzero(np.isfinite(target))
+        target, rows = known_scores(scores, name, llms)
         columns = np.flatnonzero(bench_of_item == name)
         kept_here = [i for i in kept if benchmarks.get(i) == name]
         if len(rows) < 5 * folds or not kept_here:
@@ -397,18 +397,21 @@ def _fit_benchmark_link(
     fold_of = rng.permutation(len(target)) % folds
     ridges = {"additive": ITEM_RIDGES, "index": INDEX_RIDGES}
     candidates = [("naive", 0.0), ("irt", 0.0), *[(form, r) for form in FORMS for r in ridges[form]]]
+    # every row's design depends on that row alone (the knots are fixed), so each is built
+    # once and the folds take rows of it
+    designs = {
+        (kind, ridge): _design(features, knots, "package" if kind in FORMS else kind, ridge)
+        for kind, ridge in candidates
+    }
     predicted = {key: np.zeros(len(target)) for key in candidates}
     for fold in range(folds):
         train, test = fold_of != fold, fold_of == fold
-        part = {key: value[train] for key, value in features.items()}
-        held = {key: value[test] for key, value in features.items()}
-        for kind, ridge in candidates:
-            design = _design(part, knots, "package" if kind in FORMS else kind, ridge)
-            held_x = _design(held, knots, "package" if kind in FORMS else kind, ridge)[0]
+        for (kind, ridge), (x, penalty) in designs.items():
+            design = (x[train], penalty)
             if kind == "index":
-                predicted[kind, ridge][test] = _index_predict(held_x, _fit_index(design, target[train]))
+                predicted[kind, ridge][test] = _index_predict(x[test], _fit_index(design, target[train]))
             else:
-                predicted[kind, ridge][test] = held_x @ _ridge(design, target[train])
+                predicted[kind, ridge][test] = x[test] @ _ridge(design, target[train])
     oof_mse = {key: float(np.mean((target - value) ** 2)) for key, value in predicted.items()}
     form, item_ridge = min(((name, r) for name in FORMS for r in ridges[name]), key=oof_mse.__getitem__)
     out_of_fold = {"naive": predicted["naive", 0.0], "irt": predicted["irt", 0.0]}

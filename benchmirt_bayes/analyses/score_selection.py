@@ -27,6 +27,17 @@ MIN_LLMS = 20
 """Fewest LLMs with a known full score for a benchmark's selection."""
 
 
+def score_frame(full_scores: pd.DataFrame | Mapping[str, pd.Series]) -> pd.DataFrame:
+    """Known full scores as a DataFrame indexed by LLM with one column per benchmark."""
+    return pd.DataFrame(dict(full_scores)) if isinstance(full_scores, Mapping) else full_scores
+
+
+def known_scores(scores: pd.DataFrame, benchmark: object, llms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One benchmark's full scores in the order of ``llms`` (NaN where unknown), and the known rows."""
+    target = pd.Series(scores[benchmark]).reindex(llms).to_numpy(dtype=float)
+    return target, np.flatnonzero(np.isfinite(target))
+
+
 def forward_stepwise(x: np.ndarray, y: np.ndarray, k: int) -> list[int]:
     """Columns of ``x (unit, column)`` chosen greedily to predict ``y`` by least squares.
 
@@ -100,7 +111,7 @@ def select_for_scores(
         raise ValueError(f"n_items must be at least 1, got {n_items}")
     if fraction is not None and not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
-    scores = pd.DataFrame(dict(full_scores)) if isinstance(full_scores, Mapping) else full_scores
+    scores = score_frame(full_scores)
     fitted = responses_from_tree(posterior)
     responses = responses if responses is not None else fitted
     benchmark_of = fitted.data["benchmark"].to_series().astype(str)
@@ -111,8 +122,7 @@ def select_for_scores(
         items = benchmark_of.index[benchmark_of == str(name)].astype(str)
         if items.empty:
             continue
-        target = pd.Series(scores[name]).reindex(llms).to_numpy(dtype=float)
-        rows = np.flatnonzero(np.isfinite(target))
+        target, rows = known_scores(scores, name, llms)
         if len(rows) < MIN_LLMS:
             continue
         usable.append(str(name))
