@@ -108,6 +108,7 @@ def summarise(label: str, table: pd.DataFrame) -> dict:
         "best final ELBO": round(best["final_elbo"], 1),
         "ELBO noise (best fit)": round(best["noise"], 1),
         "largest gap to best": round(gap.max(), 1),
+        "largest gap in the fit's own noise SDs": round((gap / table["noise"]).max(), 2),
         "fits worse than best by more than the noise": int((gap > best["noise"]).sum()),
         "fits with a collapsed dimension (< 1 %)": int((table["min_dimension_share"] < 0.01).sum()),
         "smallest dimension share": round(table["min_dimension_share"].min(), 3),
@@ -201,7 +202,8 @@ def main() -> None:
         print("## 1. A simulated stall\n\n" + markdown(rows) + "\n", flush=True)
 
     labels = QUICK_LABELS if args.quick else REAL_LABELS
-    real = {labels[name]: real_set(name, args.quick) for name in args.sets}
+    needed = args.sets if {2, 3} & set(args.parts) else []
+    real = {labels[name]: real_set(name, args.quick) for name in needed}
     if 2 in args.parts:
         rows = []
         for label, responses in real.items():
