@@ -48,7 +48,7 @@ from benchmirt_bayes import (
     load_open_llm_leaderboard,
     load_opencompass,
 )
-from benchmirt_bayes.inference.advi import final_elbo
+from benchmirt_bayes.posterior import final_elbo
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -292,3 +292,27 @@ def with_log_likelihood(tree: xr.DataTree) -> xr.DataTree:
 def energy_bfmi(energy: np.ndarray) -> np.ndarray:
     """E-BFMI of each chain (rows of ``energy``, consecutive iterations)."""
     return np.square(np.diff(energy, axis=1)).mean(axis=1) / energy.var(axis=1)
+
+
+# ----------------------------------------------------------- ADVI loss records
+CRITERION_LABELS = {"noise": "trend over noise", "relative": "relative change"}
+"""What reports call each stopping rule's criterion."""
+
+
+def relative_change(losses: np.ndarray, window: int) -> float:
+    """Relative change between the mean loss of the last two windows (NaN if fewer steps)."""
+    if losses.size < 2 * window:
+        return float("nan")
+    last = float(np.mean(losses[-window:]))
+    previous = float(np.mean(losses[-2 * window : -window]))
+    return abs(previous - last) / max(abs(last), 1e-12)
+
+
+def final_elbo(elbo: xr.Dataset | np.ndarray, window: int) -> float:
+    """Mean ELBO over the last ``window`` steps (the fit's final ELBO).
+
+    ``elbo`` is a fit's ELBO record of one restart, as a dataset or as the array of values.
+    """
+    values = np.asarray(elbo["elbo"].values if isinstance(elbo, xr.Dataset) else elbo, dtype=float)
+    values = values[np.isfinite(values)]
+    return float(np.mean(values[-window:])) if values.size else float("nan")

@@ -4,7 +4,7 @@ import pytest
 import xarray as xr
 
 from benchmirt_bayes import check_convergence
-from benchmirt_bayes.inference.advi import relative_change
+from benchmirt_bayes.posterior import relative_change
 
 
 def constructed_fit(shift_chain: float, n_draw=500, divergences=0, seed=0, capped=False):

@@ -10,8 +10,15 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.inference.advi import CRITERION_LABELS, final_elbo, relative_change
-from benchmirt_bayes.posterior import KEPT_VARIABLES, OPTIMISATION_METHODS, deliberate_depth_cap, energy_bfmi
+from benchmirt_bayes.posterior import (
+    CRITERION_LABELS,
+    KEPT_VARIABLES,
+    OPTIMISATION_METHODS,
+    deliberate_depth_cap,
+    energy_bfmi,
+    final_elbo,
+    relative_change,
+)
 
 # every identified variable a fit returns, less those with structurally constant elements
 # (zero offsets of single-subgroup benchmarks, the unit diagonal of a correlation matrix)
@@ -324,4 +331,3 @@ def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceR
         {"min_stopping_criterion": float(table["stopping_criterion"].min())},
         messages,
     )
-

@@ -11,14 +11,13 @@ import pymc as pm
 import pytensor
 import xarray as xr
 
+from benchmirt_bayes.posterior import CRITERION_LABELS, relative_change
+
 TREND_WINDOWS = 5
 """Windows over which the noise rule fits its linear trend of the loss."""
 
 POLISH_FACTOR = 0.1
 """Learning rate of the polish phase, as a share of the search phase's."""
-
-CRITERION_LABELS = {"noise": "trend over noise", "relative": "relative change"}
-"""What reports call each stopping rule's criterion."""
 
 
 def trend_in_noise_units(losses: np.ndarray) -> float:
@@ -31,15 +30,6 @@ def trend_in_noise_units(losses: np.ndarray) -> float:
     slope, intercept = np.polyfit(steps, losses, 1)
     noise = float(np.std(losses - (intercept + slope * steps)))
     return float(-slope * losses.size / max(noise, 1e-12))
-
-
-def relative_change(losses: np.ndarray, window: int) -> float:
-    """Relative change between the mean loss of the last two windows (NaN if fewer steps)."""
-    if losses.size < 2 * window:
-        return float("nan")
-    last = float(np.mean(losses[-window:]))
-    previous = float(np.mean(losses[-2 * window : -window]))
-    return abs(previous - last) / max(abs(last), 1e-12)
 
 
 @dataclass
@@ -144,16 +134,6 @@ def _progress(rule: ElboConvergence, enabled: bool, method: str):
             f"{method.upper()} stopped at its step budget ({rule.max_steps:,} steps) with {rule.label} "
             f"{value:.2g} (tolerance {rule.tolerance:g}){polish}: raise AdviSettings.max_steps"
         )
-
-
-def final_elbo(elbo: xr.Dataset | np.ndarray, window: int) -> float:
-    """Mean ELBO over the last ``window`` steps (the fit's final ELBO).
-
-    ``elbo`` is a fit's ELBO record of one restart, as a dataset or as the array of values.
-    """
-    values = np.asarray(elbo["elbo"].values if isinstance(elbo, xr.Dataset) else elbo, dtype=float)
-    values = values[np.isfinite(values)]
-    return float(np.mean(values[-window:])) if values.size else float("nan")
 
 
 @dataclass(frozen=True)

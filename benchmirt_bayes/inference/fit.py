@@ -20,7 +20,7 @@ import xarray as xr
 from benchmirt_bayes.batch import ExecutorArg, run_batch
 from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.errors import MissingExtraError
-from benchmirt_bayes.inference.advi import AdviResult, final_elbo, run_advi
+from benchmirt_bayes.inference.advi import AdviResult, run_advi
 from benchmirt_bayes.inference.identification import _identify_in_place
 from benchmirt_bayes.inference.initialisation import jittered_start, spectral_start
 from benchmirt_bayes.inference.nutpie_run import sample_nutpie
@@ -37,7 +37,13 @@ from benchmirt_bayes.inference.settings import (
 from benchmirt_bayes.inference.thinning import kept_draws, thin_sample_stats
 from benchmirt_bayes.model.pymc_model import build_model, resolve_likelihood
 from benchmirt_bayes.model.spec import ModelSpec, load_spec
-from benchmirt_bayes.posterior import KEPT_VARIABLES, observed_dataset, provenance, with_log_likelihood
+from benchmirt_bayes.posterior import (
+    KEPT_VARIABLES,
+    final_elbo,
+    observed_dataset,
+    provenance,
+    with_log_likelihood,
+)
 
 _SAMPLER_EXTRAS = {"nutpie": ("nutpie", "nutpie"), "numpyro": ("numpyro", "jax")}
 
