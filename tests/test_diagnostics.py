@@ -112,6 +112,25 @@ def test_advi_stopped_early_is_flagged(tiny_sim):
     assert not report.ok and any("still moving" in m for m in report.messages)
 
 
+def test_advi_budget_below_the_rule_is_flagged_and_names_the_polish(tiny_sim):
+    from benchmirt_bayes import fit_posterior
+
+    fit = fit_posterior(
+        tiny_sim.responses,
+        2,
+        method="advi",
+        random_seed=1,
+        progressbar=False,
+        advi={"max_steps": 40, "draws": 10},
+    )
+    report = check_convergence(fit)
+    assert not report.ok
+    assert any(
+        "ended at its step budget, before the stopping rule first checked" in m for m in report.messages
+    )
+    assert any("then 1000 polish steps ran" in m for m in report.messages)
+
+
 def test_relative_change():
     assert np.isnan(relative_change(np.ones(10), 20))
     assert relative_change(np.r_[np.full(10, -100.0), np.full(10, -99.0)], 10) == pytest.approx(1 / 99)

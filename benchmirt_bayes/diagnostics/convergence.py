@@ -307,9 +307,9 @@ def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceR
         if not np.isfinite(value):
             ok = False
             messages.append(
-                f"restart {restart}: the search stopped after {record.size - polish} steps"
-                f"{f' (then {polish} polish steps)' if polish else ''}, before the stopping rule "
-                "first checked; raise AdviSettings.max_steps"
+                f"restart {restart}: the search ended at its step budget, before the stopping "
+                f"rule first checked{f' (then {polish} polish steps ran)' if polish else ''}; "
+                "raise AdviSettings.max_steps"
             )
         elif value > tol:
             ok = False
