@@ -11,8 +11,11 @@ on every item of the benchmark, not only the reduced ones.
 
 Estimators: the plain mean on the kept items (raw, and linearly calibrated to the full
 score), the IRT prediction, the IRT prediction blended with the kept items' mean (the
-tinyBenchmarks idea), the package's default (``package``), and metabench's own prediction
-``p`` (in-sample for metabench: its regression was trained on these LLMs). Budgets: all
+tinyBenchmarks idea), the package's default (``package``), and metabench's own predictions,
+both in-sample for metabench (its item choice and regression were trained on these LLMs):
+from the same reduced items (read from metabench's published fits with ``--metabench``, see
+``metabench_reference.py``) and its upper bound from the 350 items it kept before the
+reduction (the ``p`` column of the shared score files). Budgets: all
 reduced items (metabench's budget), 50 %, 25 %, and 10, 25, 50, 100 items. Selection:
 random, information (expected Fisher information over posterior draws), stratified
 (equal-count difficulty bins, one random item from each) and stepwise (forward stepwise
@@ -21,11 +24,13 @@ joint 2-dimension fit of all five benchmarks (the 2,461 LLMs in every file) show
 sharing abilities and answers across benchmarks helps.
 
 Writes ``predictions.csv`` (every estimate) and ``results.md`` to ``--out`` and prints the
-tables.
+tables. The parts can run as separate processes and be summarised together.
 
     python benchmarks/score_estimation.py --out benchmark_results/score_estimation          # hours
     python benchmarks/score_estimation.py --quick --out /tmp/score_estimation              # minutes
     python benchmarks/score_estimation.py --quick --benchmarks gsm8k truthfulqa            # some of them
+    python benchmarks/score_estimation.py --parts joint --out A                             # one part
+    python benchmarks/score_estimation.py --summarise A/predictions.csv B/predictions.csv --out C
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from metabench_reference import SHARED, reduced_predictions  # a sibling script
 
 from benchmirt_bayes import (
     estimate_scores,
@@ -53,12 +59,12 @@ from benchmirt_bayes import (
 from benchmirt_bayes.data.real_data import OPEN_LLM_BENCHMARKS, load_open_llm_leaderboard_reference
 from benchmirt_bayes.model.response_models import mdisc, multidimensional_difficulty
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "open_llm_leaderboard_v1"
 FRACTIONS = (1.0, 0.5, 0.25)
 COUNTS = (10, 25, 50, 100)
 SELECTIONS = ("random", "information", "stratified", "stepwise")
 QUICK_SELECTIONS = ("random", "information", "stepwise")
 ESTIMATORS = ("naive", "irt", "blend", "package")
+PARTS = ("per-benchmark", "joint")
 
 
 def stratified(fit, size: int, seed: int) -> list[str]:
@@ -207,11 +213,29 @@ def _folds(llms: np.ndarray, folds: int, seed: int) -> np.ndarray:
     )
 
 
-def summarise(predictions: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    metabench = {
-        b: pd.read_csv(SHARED / f"scores_{b}_all_models.csv").set_index("model") for b in OPEN_LLM_BENCHMARKS
+UPPER_BOUND = "metabench, 350 items (upper bound, in-sample)"
+REDUCED = "metabench, same reduced items (in-sample)"
+
+
+def metabench_predictions(reduced: pd.DataFrame | None) -> dict[str, dict[str, pd.Series]]:
+    """metabench's per-LLM predictions by label and benchmark (the reduced ones when given)."""
+    upper = {
+        b: pd.read_csv(SHARED / f"scores_{b}_all_models.csv").set_index("model")["p"]
+        for b in OPEN_LLM_BENCHMARKS
     }
-    truth = {b: frame["score"] for b, frame in metabench.items()}
+    out = {UPPER_BOUND: upper}
+    if reduced is not None:
+        train = reduced[reduced["set"] == "train"]
+        out[REDUCED] = {b: part.set_index("llm")["p"] for b, part in train.groupby("benchmark")}
+    return out
+
+
+def summarise(predictions: pd.DataFrame, reduced: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    truth = {
+        b: pd.read_csv(SHARED / f"scores_{b}_all_models.csv").set_index("model")["score"]
+        for b in OPEN_LLM_BENCHMARKS
+    }
+    reference = metabench_predictions(reduced)
     predictions = predictions.copy()
     predictions["truth"] = [
         truth[b].get(llm, np.nan) for b, llm in zip(predictions["benchmark"], predictions["llm"], strict=True)
@@ -234,12 +258,13 @@ def summarise(predictions: pd.DataFrame) -> dict[str, pd.DataFrame]:
     )
     mb_rows = []
     for fit, part in predictions.groupby("fit"):
-        row = {"fit": fit, "estimator": "metabench p (in-sample)"}
-        for bench in OPEN_LLM_BENCHMARKS:
-            tested = part.loc[part["benchmark"] == bench, "llm"].unique()
-            error = metabench[bench].reindex(tested)["error"].dropna()
-            row[bench] = float(np.sqrt(np.mean(error**2))) if len(error) else np.nan
-        mb_rows.append(row)
+        for label, by_bench in reference.items():
+            row = {"fit": fit, "estimator": label}
+            for bench in OPEN_LLM_BENCHMARKS:
+                tested = part.loc[part["benchmark"] == bench, "llm"].unique()
+                error = (by_bench[bench].reindex(tested) - truth[bench].reindex(tested)).dropna()
+                row[bench] = float(np.sqrt(np.mean(error**2))) if len(error) else np.nan
+            mb_rows.append(row)
     mean_rows = []
     for (fit, budget, selection, estimator), part in predictions.groupby(
         ["fit", "budget", "selection", "estimator"]
@@ -260,17 +285,52 @@ def summarise(predictions: pd.DataFrame) -> dict[str, pd.DataFrame]:
             }
         )
         if (budget, selection, estimator) == ("100%", "random", "package"):
-            mb = pd.DataFrame({b: metabench[b]["p"].reindex(complete.index) for b in OPEN_LLM_BENCHMARKS})
-            mb_error = (mb.mean(axis=1) - complete["truth"].mean(axis=1)).dropna()
-            mean_rows.append(
-                {
-                    **mean_rows[-1],
-                    "estimator": "metabench p (in-sample)",
-                    "5-benchmark mean RMSE": float(np.sqrt(np.mean(mb_error**2))),
-                    "llms": len(mb_error),
-                }
-            )
-    return {"per_benchmark": table, "metabench": pd.DataFrame(mb_rows), "mean": pd.DataFrame(mean_rows)}
+            for label, by_bench in reference.items():
+                mb = pd.DataFrame({b: by_bench[b].reindex(complete.index) for b in OPEN_LLM_BENCHMARKS})
+                mb_error = (mb.mean(axis=1) - complete["truth"].mean(axis=1)).dropna()
+                mean_rows.append(
+                    {
+                        **mean_rows[-1],
+                        "estimator": label,
+                        "5-benchmark mean RMSE": float(np.sqrt(np.mean(mb_error**2))),
+                        "llms": len(mb_error),
+                    }
+                )
+    return {
+        "per_benchmark": table,
+        "metabench": pd.DataFrame(mb_rows),
+        "mean": pd.DataFrame(mean_rows),
+        "few_items": few_items(table),
+    }
+
+
+def few_items(table: pd.DataFrame) -> pd.DataFrame:
+    """Per fit and benchmark: the package's MAE at 100 items (all, where fewer) and its 25-item gain.
+
+    The gain is the RMSE of the raw mean of 25 random items over the package's RMSE from 25
+    items, for each selection rule.
+    """
+    rows = []
+    package = table[table["estimator"] == "package"]
+    for (fit, bench), part in package.groupby(["fit", "benchmark"]):
+        budget = "100 items" if (part["budget"] == "100 items").any() else "100%"
+        at_100 = part[part["budget"] == budget]
+        row = {"fit": fit, "benchmark": bench, "budget for 100 items": budget}
+        for selection, mae in zip(at_100["selection"], at_100["mae"], strict=True):
+            row[f"MAE at 100, {selection}"] = mae
+        raw = table[
+            (table["fit"] == fit)
+            & (table["benchmark"] == bench)
+            & (table["budget"] == "25 items")
+            & (table["selection"] == "random")
+            & (table["estimator"] == "naive_raw")
+        ]["rmse"]
+        at_25 = part[part["budget"] == "25 items"]
+        for selection, rmse in zip(at_25["selection"], at_25["rmse"], strict=True):
+            if len(raw):
+                row[f"25-item gain, {selection}"] = float(raw.iloc[0]) / rmse
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def markdown(frame: pd.DataFrame, digits: int = 2) -> str:
@@ -289,7 +349,25 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="benchmark_results/score_estimation")
     parser.add_argument(
-        "--benchmarks", nargs="+", default=list(OPEN_LLM_BENCHMARKS), choices=list(OPEN_LLM_BENCHMARKS)
+        "--benchmarks",
+        nargs="+",
+        default=list(OPEN_LLM_BENCHMARKS),
+        choices=list(OPEN_LLM_BENCHMARKS),
+        help="the per-benchmark fits to run (the joint fit takes all five when all are named)",
+    )
+    parser.add_argument("--parts", nargs="+", default=list(PARTS), choices=list(PARTS))
+    parser.add_argument(
+        "--metabench",
+        default=None,
+        help="a checkout of adkipnis/metabench: adds its predictions from the same reduced items "
+        "(needs the reference extra; see metabench_reference.py)",
+    )
+    parser.add_argument(
+        "--summarise",
+        nargs="+",
+        default=None,
+        metavar="CSV",
+        help="tables from earlier runs' predictions.csv",
     )
     args = parser.parse_args()
     out = Path(args.out)
@@ -298,8 +376,15 @@ def main() -> None:
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
     command = "python benchmarks/score_estimation.py" + (" --quick" if args.quick else "")
-    if list(args.benchmarks) != list(OPEN_LLM_BENCHMARKS):
-        command += " --benchmarks " + " ".join(args.benchmarks)
+    if args.summarise:
+        command += " --summarise " + " ".join(args.summarise)
+    else:
+        if list(args.benchmarks) != list(OPEN_LLM_BENCHMARKS):
+            command += " --benchmarks " + " ".join(args.benchmarks)
+        if list(args.parts) != list(PARTS):
+            command += " --parts " + " ".join(args.parts)
+    if args.metabench:
+        command += " --metabench METABENCH"
     header = (
         f"# Full-benchmark scores from few items, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()} "
         f"({platform.machine()}), commit {commit}, `{command}`\n"
@@ -310,27 +395,50 @@ def main() -> None:
     def log(text: str) -> None:
         print(f"[{time.perf_counter() - start:6.0f} s] {text}", flush=True)
 
-    frames = [per_benchmark(args.quick, args.folds, args.seed, log, args.benchmarks)]
-    if list(args.benchmarks) == list(OPEN_LLM_BENCHMARKS):
-        frames.append(joint(args.quick, args.folds, args.seed, log))
-    predictions = pd.concat(frames, ignore_index=True)
-    predictions.to_csv(out / "predictions.csv", index=False)
-    tables = summarise(predictions)
+    # read first: a wrong checkout should fail before hours of fitting
+    reduced = reduced_predictions(Path(args.metabench)) if args.metabench else None
+    if args.summarise:
+        predictions = pd.concat([pd.read_csv(path) for path in args.summarise], ignore_index=True)
+    else:
+        frames = []
+        if "per-benchmark" in args.parts:
+            frames.append(per_benchmark(args.quick, args.folds, args.seed, log, args.benchmarks))
+        if "joint" in args.parts and list(args.benchmarks) == list(OPEN_LLM_BENCHMARKS):
+            frames.append(joint(args.quick, args.folds, args.seed, log))
+        predictions = pd.concat(frames, ignore_index=True)
+        predictions.to_csv(out / "predictions.csv", index=False)
+    text = [header, *report(summarise(predictions, reduced), reduced is not None)]
+    text.append(f"total {time.perf_counter() - start:.0f} s")
+    (out / "results.md").write_text("\n".join(text))
+    print("\n".join(text))
+
+
+def report(tables: dict[str, pd.DataFrame], with_reduced: bool) -> list[str]:
+    """The Markdown sections of ``results.md``."""
     per_bench = tables["per_benchmark"]
     headline = per_bench[(per_bench["budget"] == "100%") & (per_bench["selection"] == "random")]
     headline = headline.pivot_table(
         index=["fit", "estimator"], columns="benchmark", values="rmse"
     ).reset_index()
-    text = [header]
-    text.append("## RMSE (points) with all of metabench's reduced items, held-out LLMs\n")
     headline = pd.concat([headline, tables["metabench"]], ignore_index=True)
-    text.append(markdown(headline.sort_values(["fit", "estimator"])) + "\n")
-    text.append("## 5-benchmark mean score\n\n" + markdown(tables["mean"]) + "\n")
-    text.append("## Every budget, selection and estimator (RMSE, MAE, 90 % interval coverage)\n")
-    text.append(markdown(per_bench) + "\n")
-    text.append(f"total {time.perf_counter() - start:.0f} s")
-    (out / "results.md").write_text("\n".join(text))
-    print("\n".join(text))
+    note = (
+        ""
+        if with_reduced
+        else "metabench's predictions from the same reduced items need `--metabench`; not part of this run.\n"
+    )
+    return [
+        "## RMSE (points) with all of metabench's reduced items, held-out LLMs\n",
+        "metabench's rows are in-sample for metabench and are computed on the same LLMs as each fit's "
+        "rows. Its upper bound used 350 items per benchmark, 1.4–3.5 times the reduced sets.\n" + note,
+        markdown(headline.sort_values(["fit", "estimator"])) + "\n",
+        "## 5-benchmark mean score\n\n" + markdown(tables["mean"]) + "\n",
+        "## The package from 100 items (MAE) and from 25 (gain over the raw mean of 25 random items)\n",
+        "At 100 items where a benchmark has more, else all of its reduced items; the gain is the raw "
+        "mean's RMSE over the package's, per selection rule.\n",
+        markdown(tables["few_items"]) + "\n",
+        "## Every budget, selection and estimator (RMSE, MAE, 90 % interval coverage)\n",
+        markdown(per_bench) + "\n",
+    ]
 
 
 if __name__ == "__main__":
