@@ -3,7 +3,8 @@
 For each of the five benchmarks in ``../shared/data/open_llm_leaderboard_v1`` (metabench's
 reduced item sets, 4,278–5,476 LLMs each) the LLMs are split into 5 folds (seeded, the same
 split for every benchmark). For every fold the package fits the items on the other folds'
-LLMs (``fit_posterior(..., 1, spec="2pl", method="advi")``), chooses a subset of items by
+LLMs (``fit_posterior(..., n_dims, spec="2pl", method="advi")``, 1 dimension at every budget
+and 2 at the headline budgets: all reduced items, 100 and 25 items), chooses a subset of items by
 each selection rule, learns the link from subset to full score on the training LLMs
 (``fit_score_link``) and estimates the held-out LLMs' full scores (``estimate_scores``).
 The full score is the ``score`` column of ``scores_<bench>_all_models.csv``: the LLM's score
@@ -65,6 +66,7 @@ SELECTIONS = ("random", "information", "stratified", "stepwise")
 QUICK_SELECTIONS = ("random", "information", "stepwise")
 ESTIMATORS = ("naive", "irt", "blend", "package")
 PARTS = ("per-benchmark", "joint")
+HEADLINE_BUDGETS = ("100%", "100 items", "25 items")
 
 
 def stratified(fit, size: int, seed: int) -> list[str]:
@@ -124,11 +126,16 @@ def evaluate(fit, responses, scores, train, test, items, label: dict, n_draws: i
             }
         )
         if row.estimator == "package":
-            rows.append({**rows[-1], "estimator": "naive_raw", "estimate": 100 * row.kept_mean})
+            raw = {"estimator": "naive_raw", "estimate": 100 * row.kept_mean}
+            rows.append({**rows[-1], **raw, "lower": np.nan, "upper": np.nan})  # no interval
     return rows
 
 
-def per_benchmark(quick: bool, folds: int, seed: int, log, benchmarks=OPEN_LLM_BENCHMARKS) -> pd.DataFrame:
+def per_benchmark(
+    quick: bool, folds: int, seed: int, log, benchmarks=OPEN_LLM_BENCHMARKS, dims=(1,)
+) -> pd.DataFrame:
+    """Per-benchmark fits of each dimension count in ``dims``; beyond 1, only the budgets of
+    the headline comparisons (all reduced items, 100 and 25 items)."""
     rows = []
     for bench in benchmarks:
         responses = load_responses(
@@ -136,29 +143,33 @@ def per_benchmark(quick: bool, folds: int, seed: int, log, benchmarks=OPEN_LLM_B
         )
         scores = load_open_llm_leaderboard_reference(SHARED, bench)["full_score"]
         fold_of = _folds(responses.llms, folds, seed)
-        for fold in range(folds if not quick else 1):
-            train, test = responses.llms[fold_of != fold], responses.llms[fold_of == fold]
-            start = time.perf_counter()
-            fit = fit_posterior(
-                responses.subset(llms=list(train)),
-                1,
-                method="advi",
-                spec="2pl",
-                random_seed=seed + fold,
-                progressbar=False,
-                advi={"draws": 100},
-            )
-            log(f"{bench} fold {fold}: fit {time.perf_counter() - start:.0f} s")
-            plan = budgets(responses.n_items)
-            if quick:
-                plan = [b for b in plan if b[0] in ("100%", "25 items")]
-            for budget, size in plan:
-                rules = ("random",) if size >= responses.n_items else SELECTIONS
-                for rule in rules if not quick else [r for r in QUICK_SELECTIONS if r in rules]:
-                    items = choose(fit, rule, size, seed + fold, {bench: scores})
-                    label = {"fit": "per benchmark, 1 dim", "fold": fold, "budget": budget, "selection": rule}
-                    rows += evaluate(fit, responses, {bench: scores}, train, test, items, label)
-            log(f"{bench} fold {fold}: done {time.perf_counter() - start:.0f} s")
+        for n_dims in dims:
+            fit_label = f"per benchmark, {n_dims} dim" + ("s" if n_dims > 1 else "")
+            for fold in range(folds if not quick else 1):
+                train, test = responses.llms[fold_of != fold], responses.llms[fold_of == fold]
+                start = time.perf_counter()
+                fit = fit_posterior(
+                    responses.subset(llms=list(train)),
+                    n_dims,
+                    method="advi",
+                    spec="2pl",
+                    random_seed=seed + fold,
+                    progressbar=False,
+                    advi={"draws": 100},
+                )
+                log(f"{bench}, {n_dims} dims, fold {fold}: fit {time.perf_counter() - start:.0f} s")
+                plan = budgets(responses.n_items)
+                if quick:
+                    plan = [b for b in plan if b[0] in ("100%", "25 items")]
+                elif n_dims > 1:
+                    plan = [b for b in plan if b[0] in HEADLINE_BUDGETS]
+                for budget, size in plan:
+                    rules = ("random",) if size >= responses.n_items else SELECTIONS
+                    for rule in rules if not quick else [r for r in QUICK_SELECTIONS if r in rules]:
+                        items = choose(fit, rule, size, seed + fold, {bench: scores})
+                        label = {"fit": fit_label, "fold": fold, "budget": budget, "selection": rule}
+                        rows += evaluate(fit, responses, {bench: scores}, train, test, items, label)
+                log(f"{bench}, {n_dims} dims, fold {fold}: done {time.perf_counter() - start:.0f} s")
     return pd.DataFrame(rows)
 
 
@@ -241,9 +252,8 @@ def summarise(predictions: pd.DataFrame, reduced: pd.DataFrame | None = None) ->
         truth[b].get(llm, np.nan) for b, llm in zip(predictions["benchmark"], predictions["llm"], strict=True)
     ]
     predictions["error"] = predictions["estimate"] - predictions["truth"]
-    predictions["covered"] = (predictions["lower"] <= predictions["truth"]) & (
-        predictions["truth"] <= predictions["upper"]
-    )
+    inside = (predictions["lower"] <= predictions["truth"]) & (predictions["truth"] <= predictions["upper"])
+    predictions["covered"] = inside.astype(float).where(predictions["lower"].notna())  # no interval: NaN
     keys = ["fit", "budget", "selection", "estimator", "benchmark"]
     table = (
         predictions.groupby(keys)
@@ -330,7 +340,10 @@ def few_items(table: pd.DataFrame) -> pd.DataFrame:
             if len(raw):
                 row[f"25-item gain, {selection}"] = float(raw.iloc[0]) / rmse
         rows.append(row)
-    return pd.DataFrame(rows)
+    columns = ["fit", "benchmark", "budget for 100 items"]
+    columns += [f"MAE at 100, {s}" for s in SELECTIONS] + [f"25-item gain, {s}" for s in SELECTIONS]
+    frame = pd.DataFrame(rows)
+    return frame.reindex(columns=[c for c in columns if c in frame.columns])
 
 
 def markdown(frame: pd.DataFrame, digits: int = 2) -> str:
@@ -357,6 +370,14 @@ def main() -> None:
     )
     parser.add_argument("--parts", nargs="+", default=list(PARTS), choices=list(PARTS))
     parser.add_argument(
+        "--dims",
+        nargs="+",
+        type=int,
+        default=None,
+        choices=[1, 2],
+        help="per-benchmark fits (default 1 2; quick: 1)",
+    )
+    parser.add_argument(
         "--metabench",
         default=None,
         help="a checkout of adkipnis/metabench: adds its predictions from the same reduced items "
@@ -370,6 +391,7 @@ def main() -> None:
         help="tables from earlier runs' predictions.csv",
     )
     args = parser.parse_args()
+    dims = tuple(args.dims) if args.dims else ((1,) if args.quick else (1, 2))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     commit = subprocess.run(
@@ -383,6 +405,8 @@ def main() -> None:
             command += " --benchmarks " + " ".join(args.benchmarks)
         if list(args.parts) != list(PARTS):
             command += " --parts " + " ".join(args.parts)
+        if args.dims:
+            command += " --dims " + " ".join(map(str, args.dims))
     if args.metabench:
         command += " --metabench METABENCH"
     header = (
@@ -402,7 +426,7 @@ def main() -> None:
     else:
         frames = []
         if "per-benchmark" in args.parts:
-            frames.append(per_benchmark(args.quick, args.folds, args.seed, log, args.benchmarks))
+            frames.append(per_benchmark(args.quick, args.folds, args.seed, log, args.benchmarks, dims))
         if "joint" in args.parts and list(args.benchmarks) == list(OPEN_LLM_BENCHMARKS):
             frames.append(joint(args.quick, args.folds, args.seed, log))
         predictions = pd.concat(frames, ignore_index=True)

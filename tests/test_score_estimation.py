@@ -26,6 +26,14 @@ from benchmirt_bayes.analyses.score_estimation import (
     grid_ability_posterior,
     natural_spline_basis,
 )
+from benchmirt_bayes.analyses.score_neighbours import (
+    NEIGHBOUR_COUNTS,
+    choose_count,
+    correction,
+    decode_answers,
+    encode_answers,
+    nearest,
+)
 from benchmirt_bayes.analyses.score_selection import forward_stepwise
 from benchmirt_bayes.analyses.scoring import ItemDraws
 
@@ -231,3 +239,86 @@ def test_select_stepwise_command_needs_full_scores(setting, tmp_path, capsys):
     document = json.loads(out.read_text())
     sizes = reduced.data["benchmark"].to_series().value_counts().clip(upper=4)
     assert {b: len(items) for b, items in document["benchmarks"].items()} == sizes.to_dict()
+
+
+def test_neighbour_helpers_round_trip_and_find_the_nearest_rows():
+    rng = np.random.default_rng(0)
+    answers = rng.integers(0, 2, size=(30, 12)).astype(float)
+    answers[0, 3] = np.nan
+    answers[1, :5] = 0.37  # a continuous answer survives to the stored resolution
+    decoded = decode_answers(encode_answers(answers))
+    assert np.isnan(decoded[0, 3]) and np.isnan(decoded).sum() == 1
+    np.testing.assert_allclose(np.nan_to_num(decoded), np.nan_to_num(answers), atol=0.5 / 254)
+    found = nearest(answers, answers, 4, exclude_self=True, chunk=7)
+    for u in range(30):
+        seen = ~np.isnan(answers[u]) & ~np.isnan(answers)
+        a, b = np.nan_to_num(answers[u]), np.nan_to_num(answers)
+        distance = ((a * (1 - b) + (1 - a) * b) * seen).sum(axis=1) / seen.sum(axis=1)
+        distance[u] = np.inf
+        np.testing.assert_allclose(np.sort(distance)[:4], distance[found[u]])
+    assert (found != np.arange(30)[:, None]).all()
+    np.testing.assert_array_equal(nearest(answers[:3], answers, 1)[:, 0], [0, 1, 2])  # itself, at distance 0
+
+
+def test_neighbour_count_is_zero_when_residuals_do_not_cluster():
+    rng = np.random.default_rng(1)
+    answers = rng.integers(0, 2, size=(400, 30)).astype(float)
+    neighbours = nearest(answers, answers, max(NEIGHBOUR_COUNTS), exclude_self=True)
+    assert choose_count(rng.normal(size=400), neighbours) == 0
+    family = np.repeat(np.arange(80), 5)
+    relatives = np.abs(answers[family * 5] - (rng.random((400, 30)) < 0.05))  # five alike per family
+    neighbours = nearest(relatives, relatives, max(NEIGHBOUR_COUNTS), exclude_self=True)
+    clustered = rng.normal(0, 3, size=80)[family] + rng.normal(size=400)
+    assert choose_count(clustered, neighbours) > 0
+    assert np.mean((clustered - correction(clustered, neighbours, 3)) ** 2) < 0.5 * np.var(clustered)
+
+
+def test_neighbour_corrections_learn_family_errors_that_the_items_cannot_see(setting):
+    """Relatives answer alike and share a shift of the full score that no kept item shows."""
+    import dataclasses
+
+    import xarray as xr
+
+    from benchmirt_bayes.data.responses import ResponseMatrix
+
+    _, reduced, full, train, _, fit = setting
+    rng = np.random.default_rng(5)
+    originals = list(train[:100])
+    base = reduced.data.sel(llm=originals)
+    copies = []
+    for r in range(5):
+        flips = rng.random(base.shape) < 0.03
+        values = np.where(flips, 1 - base.values, base.values)
+        copies.append(base.copy(data=values).assign_coords(llm=[f"{o}~{r}" for o in originals]))
+    relatives = ResponseMatrix(xr.concat(copies, dim="llm"))
+    shift = np.tile(rng.normal(0, 4, size=len(originals)), 5)
+    scores = pd.DataFrame(
+        {b: np.tile(full.loc[originals, b].to_numpy(), 5) + shift for b in reduced.benchmark_names},
+        index=relatives.llms,
+    )
+    held_out = [f"{o}~4" for o in originals]
+    training = [name for name in relatives.llms if name not in set(held_out)]
+    kept = list(reduced.items[::3])
+    link = fit_score_link(
+        fit, scores.loc[training], items=kept, responses=relatives.subset(llms=training), n_draws=5
+    )
+    counts = [bench.neighbour_count for bench in link.benchmarks.values()]
+    assert sum(c > 0 for c in counts) >= 0.75 * len(counts)  # a benchmark's own noise may hide the shift
+    plain = ScoreLink(
+        {b: dataclasses.replace(bench, neighbour_count=0) for b, bench in link.benchmarks.items()}
+    )
+    answers = relatives.data.sel(llm=held_out, item=kept).to_pandas()
+    truth = scores.loc[held_out]
+
+    def rmse(table: pd.DataFrame) -> float:
+        table = table[table["estimator"] == "package"]  # a benchmark without kept items has no link
+        pairs = zip(table["llm"], table["benchmark"], strict=True)
+        error = table["estimate"].to_numpy() - np.array([truth.loc[u, b] for u, b in pairs])
+        return float(np.sqrt(np.mean(error**2)))
+
+    corrected = estimate_scores(fit, answers, link=link, n_draws=5)
+    # the answers' own regression already learns part of each family's shift (its relatives
+    # in training answer alike), so the neighbours take a share of what is left
+    assert rmse(corrected) < 0.95 * rmse(estimate_scores(fit, answers, link=plain, n_draws=5))
+    stored = ScoreLink.from_json(link.to_json())
+    pd.testing.assert_frame_equal(corrected, estimate_scores(fit, answers, link=stored, n_draws=5))

@@ -24,6 +24,10 @@ saw), and how sure are we? Three steps:
    regression rather than a second likelihood term in the model: the model stays a model
    of item responses, the link is cheap to refit for another subset, and it needs no full
    scores to fit the items.
+   Its errors cluster by family (fine-tunes and merges of one base model answer alike and
+   miss alike), so the ``package`` estimate adds the mean out-of-fold error of the training
+   LLMs that answered the kept items most alike, when that helps out of sample
+   (:mod:`~benchmirt_bayes.analyses.score_neighbours`).
 3. **Calibrated intervals.** The regression's out-of-fold residuals (cross-fitting within
    the training LLMs) are scaled by a fitted local spread and their empirical quantile
    gives the interval half-width (split-conformal prediction): 90 % intervals cover 90 %
@@ -45,6 +49,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from benchmirt_bayes.analyses.score_neighbours import (
+    NEIGHBOUR_COUNTS,
+    choose_count,
+    correction,
+    decode_answers,
+    encode_answers,
+    nearest,
+)
 from benchmirt_bayes.analyses.score_selection import known_scores, score_frame
 from benchmirt_bayes.analyses.scoring import ItemDraws
 from benchmirt_bayes.model.response_models import BINARY, linear_predictor
@@ -180,22 +192,36 @@ class BenchmarkLink:
     training: dict[str, float] = field(default_factory=dict)
     package_form: str = "additive"
     index: dict[str, list[float]] = field(default_factory=dict)
+    neighbour_count: int = 0
+    neighbour_rows: list[int] = field(default_factory=list)
+    neighbour_residuals: list[float] = field(default_factory=list)
 
 
 @dataclass
 class ScoreLink:
-    """Links per benchmark (:func:`fit_score_link`); stored in a fit's attrs by :func:`with_score_link`."""
+    """Links per benchmark (:func:`fit_score_link`); stored in a fit's attrs by :func:`with_score_link`.
+
+    ``reference`` holds the training LLMs' answers on the kept items
+    (:func:`~benchmirt_bayes.analyses.score_neighbours.encode_answers`) when a benchmark's
+    link uses neighbour corrections; ``neighbour_rows`` index its rows.
+    """
 
     benchmarks: dict[str, BenchmarkLink]
+    reference: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
         """Plain JSON (stored in attrs)."""
-        return json.dumps({b: asdict(link) for b, link in self.benchmarks.items()})
+        links = {b: asdict(link) for b, link in self.benchmarks.items()}
+        return json.dumps({"format": 2, "benchmarks": links, "reference": self.reference})
 
     @classmethod
     def from_json(cls, text: str) -> ScoreLink:
-        """Inverse of :meth:`to_json`."""
-        return cls({b: BenchmarkLink(**raw) for b, raw in json.loads(text).items()})
+        """Inverse of :meth:`to_json` (also reads the first format: benchmark → link)."""
+        raw = json.loads(text)
+        if raw.get("format") != 2:
+            return cls({b: BenchmarkLink(**link) for b, link in raw.items()})
+        links = {b: BenchmarkLink(**link) for b, link in raw["benchmarks"].items()}
+        return cls(links, raw.get("reference", {}))
 
 
 def _features(
@@ -369,6 +395,11 @@ def fit_score_link(
     bench_of_item = benchmarks.loc[list(item_draws.items)].to_numpy()
     llms = responses.llms.astype(str)
     rng = np.random.default_rng(seed)
+    scale = item_draws.layout.score_scale
+    # every kept item's answers, also those of other benchmarks: in a joint fit they tell
+    # about this one's unseen items too (regression) and about who is whose relative
+    kept_columns = item_draws.columns(np.asarray(kept, dtype=str))
+    reference = outcomes[:, kept_columns] / scale[kept_columns]
     links = {}
     for name in scores.columns:
         if name not in set(bench_of_item):
@@ -379,34 +410,53 @@ def fit_score_link(
         if len(rows) < 5 * folds or not kept_here:
             continue
         grid = grid_ability_posterior(item_draws, outcomes[rows])
-        # the answers to every kept item enter the regression: in a joint fit of several
-        # benchmarks the others' items tell about this one's unseen items too
-        kept_columns = item_draws.columns(np.asarray(kept, dtype=str))
-        features = _features(grid, columns, outcomes[rows], item_draws.layout.score_scale, kept_columns)
+        features = _features(grid, columns, outcomes[rows], scale, kept_columns)
         knots = [
             list(np.quantile(features["ability"][:, k], np.linspace(0.05, 0.95, SPLINE_KNOTS)))
             for k in range(features["ability"].shape[1])
         ]
-        links[str(name)] = _fit_benchmark_link(features, target[rows], knots, kept, coverage, folds, rng)
-    return ScoreLink(links)
+        neighbours = nearest(reference[rows], reference[rows], max(NEIGHBOUR_COUNTS), exclude_self=True)
+        link = _fit_benchmark_link(features, target[rows], knots, kept, coverage, folds, rng, neighbours)
+        if link.neighbour_count:
+            link.neighbour_rows = list(map(int, rows))
+        links[str(name)] = link
+    uses_neighbours = any(link.neighbour_count for link in links.values())
+    return ScoreLink(links, encode_answers(reference) if uses_neighbours else {})
 
 
 def _fit_benchmark_link(
-    features: dict, target: np.ndarray, knots, kept: list[str], coverage: float, folds: int, rng
+    features: dict,
+    target: np.ndarray,
+    knots,
+    kept: list[str],
+    coverage: float,
+    folds: int,
+    rng,
+    neighbours: np.ndarray,
 ) -> BenchmarkLink:
+    """One benchmark's link; ``neighbours`` are each training row's nearest other rows."""
     fold_of = rng.permutation(len(target)) % folds
     ridges = {"additive": ITEM_RIDGES, "index": INDEX_RIDGES}
     candidates = [("naive", 0.0), ("irt", 0.0), *[(form, r) for form in FORMS for r in ridges[form]]]
-    # every row's design depends on that row alone (the knots are fixed), so each is built
-    # once and the folds take rows of it
-    designs = {
-        (kind, ridge): _design(features, knots, "package" if kind in FORMS else kind, ridge)
-        for kind, ridge in candidates
-    }
+    # every row's design depends on that row alone (the knots are fixed), so each kind's is
+    # built once and the folds take rows of it; the ridge candidates differ in the penalty
+    # of the answers, the package design's last columns
+    designs = {kind: _design(features, knots, kind) for kind in ("naive", "irt", "package")}
+    n_answers = features["answers"].shape[1]
+
+    def design_of(kind: str, ridge: float) -> tuple[np.ndarray, np.ndarray]:
+        if kind not in FORMS:
+            return designs[kind]
+        x, penalty = designs["package"]
+        penalty = penalty.copy()
+        penalty[x.shape[1] - n_answers :] = ridge
+        return x, penalty
+
     predicted = {key: np.zeros(len(target)) for key in candidates}
     for fold in range(folds):
         train, test = fold_of != fold, fold_of == fold
-        for (kind, ridge), (x, penalty) in designs.items():
+        for kind, ridge in candidates:
+            x, penalty = design_of(kind, ridge)
             design = (x[train], penalty)
             if kind == "index":
                 predicted[kind, ridge][test] = _index_predict(x[test], _fit_index(design, target[train]))
@@ -416,17 +466,18 @@ def _fit_benchmark_link(
     form, item_ridge = min(((name, r) for name in FORMS for r in ridges[name]), key=oof_mse.__getitem__)
     out_of_fold = {"naive": predicted["naive", 0.0], "irt": predicted["irt", 0.0]}
     out_of_fold["package"] = predicted[form, item_ridge]
-    coefficients = {
-        kind: _ridge(_design(features, knots, kind, item_ridge), target)
-        for kind in ("naive", "irt", "package")
-    }
-    index = _fit_index(_design(features, knots, "package", item_ridge), target) if form == "index" else {}
+    coefficients = {kind: _ridge(design_of(kind, item_ridge), target) for kind in ("naive", "irt")}
+    coefficients["package"] = _ridge(design_of("additive", item_ridge), target)
+    index = _fit_index(design_of("index", item_ridge), target) if form == "index" else {}
     # the blend weight on the calibrated kept-item mean, chosen on out-of-fold predictions
     a, b = out_of_fold["naive"], out_of_fold["irt"]
     denominator = float(np.sum((a - b) ** 2))
     lam = float(np.clip(np.sum((target - b) * (a - b)) / denominator, 0.0, 1.0)) if denominator > 0 else 0.0
+    raw_residual = target - out_of_fold["package"]
+    count = choose_count(raw_residual, neighbours)
+    out_of_fold["package"] = out_of_fold["package"] + correction(raw_residual, neighbours, count)
     residual = target - out_of_fold["package"]
-    scale_design = _design(features, knots, "irt")
+    scale_design = designs["irt"]
     scale_beta = _ridge(scale_design, np.abs(residual))
     floor = 0.1 * float(np.median(np.abs(residual))) + 1e-9
     spread = np.maximum(scale_design[0] @ scale_beta, floor)
@@ -448,9 +499,11 @@ def _fit_benchmark_link(
             f"out_of_fold_rmse_{name}": float(np.sqrt(min(oof_mse[name, r] for r in ridges[name])))
             for name in FORMS
         }
-        | {"n_llms": float(len(target)), "item_ridge": item_ridge},
+        | {"n_llms": float(len(target)), "item_ridge": item_ridge, "neighbour_count": float(count)},
         package_form=form,
         index=index,
+        neighbour_count=count,
+        neighbour_residuals=list(map(float, raw_residual)) if count else [],
     )
 
 
@@ -528,6 +581,7 @@ def estimate_scores(
     benchmarks = responses_from_tree(posterior).data["benchmark"].to_series().astype(str)
     bench_of_item = benchmarks.loc[list(item_draws.items)].to_numpy()
     scale = item_draws.layout.score_scale
+    reference = decode_answers(link.reference) if link is not None and link.reference else None
     rows = []
     for name in pd.unique(bench_of_item):
         cols = np.flatnonzero(bench_of_item == name)
@@ -547,6 +601,9 @@ def estimate_scores(
             results = {}
             for kind in estimators:
                 estimate = _link_estimate(features, bench_link, kind)
+                if kind == "package" and bench_link.neighbour_count:
+                    answers = outcomes[:, kept] / scale[kept]
+                    estimate = estimate + _neighbour_correction(answers, reference, bench_link)
                 results[kind] = (estimate, estimate - half, estimate + half)
         for kind, (estimate, lower, upper) in results.items():
             for u, llm in enumerate(table.index.astype(str)):
@@ -564,6 +621,15 @@ def estimate_scores(
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def _neighbour_correction(answers: np.ndarray, reference: np.ndarray, link: BenchmarkLink) -> np.ndarray:
+    """The mean training residual of each row's nearest training LLMs (by kept-item answers)."""
+    if reference is None:
+        raise ValueError("the link uses neighbour corrections but carries no reference answers")
+    rows = np.asarray(link.neighbour_rows, dtype=int)
+    neighbours = nearest(answers, reference[rows], link.neighbour_count)
+    return correction(np.asarray(link.neighbour_residuals), neighbours, link.neighbour_count)
 
 
 def _link_estimate(features: dict, link: BenchmarkLink, estimator: str) -> np.ndarray:

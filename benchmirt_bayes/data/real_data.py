@@ -97,7 +97,9 @@ def load_open_llm_leaderboard_reference(folder: str | Path, benchmark: str) -> p
     -------
     DataFrame
         Index ``llm``; columns ``authors_theta``, ``authors_theta_se``,
-        ``full_score`` (percent, all items of the benchmark), ``split``.
+        ``full_score`` (percent, all items of the benchmark), ``split`` (``train``: the LLMs
+        whose responses are in the response files; ``test``: a validation split of
+        metabench's without responses here).
 
     """
     if benchmark not in OPEN_LLM_BENCHMARKS:
