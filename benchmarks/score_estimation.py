@@ -455,14 +455,43 @@ def report(tables: dict[str, pd.DataFrame], with_reduced: bool) -> list[str]:
         "metabench's rows are in-sample for metabench and are computed on the same LLMs as each fit's "
         "rows. Its upper bound used 350 items per benchmark, 1.4–3.5 times the reduced sets.\n" + note,
         markdown(headline.sort_values(["fit", "estimator"])) + "\n",
-        "## 5-benchmark mean score\n\n" + markdown(tables["mean"]) + "\n",
+        "## 5-benchmark mean score: RMSE (points) of the mean of the five estimates\n\n"
+        + markdown(mean_table(tables["mean"]))
+        + "\n",
         "## The package from 100 items (MAE) and from 25 (gain over the raw mean of 25 random items)\n",
         "At 100 items where a benchmark has more, else all of its reduced items; the gain is the raw "
         "mean's RMSE over the package's, per selection rule.\n",
         markdown(tables["few_items"]) + "\n",
-        "## Every budget, selection and estimator (RMSE, MAE, 90 % interval coverage)\n",
-        markdown(per_bench) + "\n",
+        "## RMSE (points) at every budget, selection and estimator\n",
+        markdown(wide(per_bench, "rmse")) + "\n",
+        "## The package's 90 % intervals: share of held-out LLMs covered\n",
+        markdown(wide(per_bench[per_bench["estimator"] == "package"], "coverage_90")) + "\n",
     ]
+
+
+def mean_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The 5-benchmark mean's RMSE: one row per fit, budget and selection, one column per estimator."""
+    keys = ["fit", "budget", "selection"]
+    table = frame.pivot_table(index=keys, columns="estimator", values="5-benchmark mean RMSE").reset_index()
+    llms = frame.groupby(keys)["llms"].min().rename("llms").reset_index()
+    order = [*keys, "package", "blend", "irt", "naive", "naive_raw", REDUCED, UPPER_BOUND, "llms"]
+    table = table.merge(llms, on=keys)
+    return _by_budget(table.reindex(columns=[c for c in order if c in table.columns]))
+
+
+def _by_budget(frame: pd.DataFrame) -> pd.DataFrame:
+    order = {
+        b: i for i, b in enumerate(["100%", "50%", "25%", "100 items", "50 items", "25 items", "10 items"])
+    }
+    return frame.sort_values(
+        ["fit", "budget", "selection"], key=lambda c: c.map(order) if c.name == "budget" else c
+    ).reset_index(drop=True)
+
+
+def wide(table: pd.DataFrame, value: str) -> pd.DataFrame:
+    """One row per fit, budget, selection and estimator; one column per benchmark."""
+    keys = ["fit", "budget", "selection", "estimator"]
+    return _by_budget(table.pivot_table(index=keys, columns="benchmark", values=value).reset_index())
 
 
 if __name__ == "__main__":
