@@ -100,7 +100,7 @@ def table(checkout: Path) -> pd.DataFrame:
             {
                 "benchmark": bench,
                 "reduced items": len(fit["items"]),
-                "upper bound (~350 items), train": _rmse(base.query("set == 'train'")["error"]),
+                "upper bound (350 items), train": _rmse(base.query("set == 'train'")["error"]),
                 "upper bound, validation": _rmse(base.query("set == 'test'")["error"]),
                 "reduced items, train (in-sample)": _rmse(sub.query("set == 'train'")["error"]),
                 "reduced items, held out": _rmse(sub.query("set == 'test'")["error"]),

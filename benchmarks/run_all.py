@@ -107,6 +107,8 @@ BENCHMARKS = (
         ("--quick", "--out", "{out}"),
         ("--out", "{out}"),
         table_file="results.md",
+        note="metabench's predictions from the same reduced items need `--metabench PATH` (a checkout "
+        "of adkipnis/metabench; `benchmarks/metabench_reference.py`), which this command does not pass.",
     ),
     Benchmark(
         "subset_fidelity",
