@@ -322,3 +322,8 @@ def test_neighbour_corrections_learn_family_errors_that_the_items_cannot_see(set
     assert rmse(corrected) < 0.95 * rmse(estimate_scores(fit, answers, link=plain, n_draws=5))
     stored = ScoreLink.from_json(link.to_json())
     pd.testing.assert_frame_equal(corrected, estimate_scores(fit, answers, link=stored, n_draws=5))
+    unanswered = answers.iloc[:1] * np.nan  # nothing to find relatives by: the plain link's estimate
+    pd.testing.assert_frame_equal(
+        estimate_scores(fit, unanswered, link=link, n_draws=5),
+        estimate_scores(fit, unanswered, link=plain, n_draws=5),
+    )

@@ -629,7 +629,8 @@ def _neighbour_correction(answers: np.ndarray, reference: np.ndarray, link: Benc
         raise ValueError("the link uses neighbour corrections but carries no reference answers")
     rows = np.asarray(link.neighbour_rows, dtype=int)
     neighbours = nearest(answers, reference[rows], link.neighbour_count)
-    return correction(np.asarray(link.neighbour_residuals), neighbours, link.neighbour_count)
+    shift = correction(np.asarray(link.neighbour_residuals), neighbours, link.neighbour_count)
+    return np.where(np.isnan(answers).all(axis=1), 0.0, shift)  # no answers: no relatives to go by
 
 
 def _link_estimate(features: dict, link: BenchmarkLink, estimator: str) -> np.ndarray:
