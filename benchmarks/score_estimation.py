@@ -228,13 +228,11 @@ UPPER_BOUND = "metabench, 350 items (upper bound, in-sample)"
 REDUCED = "metabench, same reduced items (in-sample)"
 
 
-def metabench_predictions(reduced: pd.DataFrame | None) -> dict[str, dict[str, pd.Series]]:
+def metabench_predictions(
+    shared: dict[str, pd.DataFrame], reduced: pd.DataFrame | None
+) -> dict[str, dict[str, pd.Series]]:
     """metabench's per-LLM predictions by label and benchmark (the reduced ones when given)."""
-    upper = {
-        b: pd.read_csv(SHARED / f"scores_{b}_all_models.csv").set_index("model")["p"]
-        for b in OPEN_LLM_BENCHMARKS
-    }
-    out = {UPPER_BOUND: upper}
+    out = {UPPER_BOUND: {b: frame["p"] for b, frame in shared.items()}}
     if reduced is not None:
         train = reduced[reduced["set"] == "train"]
         out[REDUCED] = {b: part.set_index("llm")["p"] for b, part in train.groupby("benchmark")}
@@ -242,11 +240,11 @@ def metabench_predictions(reduced: pd.DataFrame | None) -> dict[str, dict[str, p
 
 
 def summarise(predictions: pd.DataFrame, reduced: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
-    truth = {
-        b: pd.read_csv(SHARED / f"scores_{b}_all_models.csv").set_index("model")["score"]
-        for b in OPEN_LLM_BENCHMARKS
+    shared = {
+        b: pd.read_csv(SHARED / f"scores_{b}_all_models.csv").set_index("model") for b in OPEN_LLM_BENCHMARKS
     }
-    reference = metabench_predictions(reduced)
+    truth = {b: frame["score"] for b, frame in shared.items()}
+    reference = metabench_predictions(shared, reduced)
     predictions = predictions.copy()
     predictions["truth"] = [
         truth[b].get(llm, np.nan) for b, llm in zip(predictions["benchmark"], predictions["llm"], strict=True)

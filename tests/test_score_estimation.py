@@ -258,6 +258,10 @@ def test_neighbour_helpers_round_trip_and_find_the_nearest_rows():
         np.testing.assert_allclose(np.sort(distance)[:4], distance[found[u]])
     assert (found != np.arange(30)[:, None]).all()
     np.testing.assert_array_equal(nearest(answers[:3], answers, 1)[:, 0], [0, 1, 2])  # itself, at distance 0
+    # a row that shares no answered item with the reference has no neighbours and no correction
+    lone = nearest(np.full((1, 12), np.nan), answers, 3)
+    np.testing.assert_array_equal(lone, [[-1, -1, -1]])
+    assert correction(np.arange(30.0), lone, 3)[0] == 0.0
 
 
 def test_neighbour_count_is_zero_when_residuals_do_not_cluster():

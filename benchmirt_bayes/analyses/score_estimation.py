@@ -246,10 +246,12 @@ def _features(
     }
 
 
-def _design(
-    features: dict, knots: list[list[float]], kind: str, item_ridge: float = ITEM_RIDGES[0]
-) -> tuple[np.ndarray, np.ndarray]:
-    """The regression design of one estimator and its per-column ridge penalty."""
+def _design(features: dict, knots: list[list[float]], kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """The regression design of one estimator and its per-column ridge penalty.
+
+    The kept answers, the ``package`` design's last columns, get the weakest candidate
+    penalty; :func:`_fit_benchmark_link` sets the one it chooses.
+    """
     parts, penalty = [np.ones((features["irt"].shape[0], 1))], [0.0]
     if kind in ("irt", "package"):
         for k, knot in enumerate(knots):
@@ -263,7 +265,7 @@ def _design(
         penalty.append(RIDGE)
     if kind == "package":
         parts.append(features["answers"])
-        penalty += [item_ridge] * features["answers"].shape[1]
+        penalty += [ITEM_RIDGES[0]] * features["answers"].shape[1]
     return np.column_stack(parts), np.asarray(penalty)
 
 
@@ -401,6 +403,7 @@ def fit_score_link(
     kept_columns = item_draws.columns(np.asarray(kept, dtype=str))
     reference = outcomes[:, kept_columns] / scale[kept_columns]
     links = {}
+    neighbours_of = {}  # benchmarks with the same known LLMs (a joint fit) share one search
     for name in scores.columns:
         if name not in set(bench_of_item):
             continue
@@ -415,8 +418,14 @@ def fit_score_link(
             list(np.quantile(features["ability"][:, k], np.linspace(0.05, 0.95, SPLINE_KNOTS)))
             for k in range(features["ability"].shape[1])
         ]
-        neighbours = nearest(reference[rows], reference[rows], max(NEIGHBOUR_COUNTS), exclude_self=True)
-        link = _fit_benchmark_link(features, target[rows], knots, kept, coverage, folds, rng, neighbours)
+        key = rows.tobytes()
+        if key not in neighbours_of:
+            neighbours_of[key] = nearest(
+                reference[rows], reference[rows], max(NEIGHBOUR_COUNTS), exclude_self=True
+            )
+        link = _fit_benchmark_link(
+            features, target[rows], knots, kept, coverage, folds, rng, neighbours_of[key]
+        )
         if link.neighbour_count:
             link.neighbour_rows = list(map(int, rows))
         links[str(name)] = link
@@ -629,8 +638,7 @@ def _neighbour_correction(answers: np.ndarray, reference: np.ndarray, link: Benc
         raise ValueError("the link uses neighbour corrections but carries no reference answers")
     rows = np.asarray(link.neighbour_rows, dtype=int)
     neighbours = nearest(answers, reference[rows], link.neighbour_count)
-    shift = correction(np.asarray(link.neighbour_residuals), neighbours, link.neighbour_count)
-    return np.where(np.isnan(answers).all(axis=1), 0.0, shift)  # no answers: no relatives to go by
+    return correction(np.asarray(link.neighbour_residuals), neighbours, link.neighbour_count)
 
 
 def _link_estimate(features: dict, link: BenchmarkLink, estimator: str) -> np.ndarray:

@@ -47,7 +47,8 @@ def nearest(
     """``(unit, k)`` indices of each row's ``k`` nearest rows of ``reference``, nearest first.
 
     ``exclude_self`` (when ``answers`` *is* ``reference``) leaves each row out of its own
-    neighbours. Ties are broken by reference order.
+    neighbours. Ties are broken by reference order. A reference row that shares no answered
+    item with the row is no neighbour: its place holds ``-1``.
     """
     k = min(k, reference.shape[0] - int(exclude_self))
     if k <= 0:
@@ -68,15 +69,20 @@ def nearest(
             distance[rows, start + rows] = np.inf
         part = np.argpartition(distance, k - 1, axis=1)[:, :k]
         order = np.argsort(np.take_along_axis(distance, part, axis=1), axis=1, kind="stable")
-        out[start : start + chunk] = np.take_along_axis(part, order, axis=1)
+        found = np.take_along_axis(part, order, axis=1)
+        out[start : start + chunk] = np.where(
+            np.isfinite(np.take_along_axis(distance, found, axis=1)), found, -1
+        )
     return out
 
 
 def correction(residuals: np.ndarray, neighbours: np.ndarray, k: int) -> np.ndarray:
-    """Mean residual of each row's first ``k`` neighbours (zero for ``k = 0``)."""
+    """Mean residual of each row's first ``k`` neighbours (zero for ``k = 0`` or none found)."""
     if k == 0:
         return np.zeros(neighbours.shape[0])
-    return residuals[neighbours[:, :k]].mean(axis=1)
+    found = neighbours[:, :k] >= 0
+    total = np.where(found, residuals[np.maximum(neighbours[:, :k], 0)], 0.0).sum(axis=1)
+    return total / np.maximum(found.sum(axis=1), 1)
 
 
 def choose_count(residuals: np.ndarray, neighbours: np.ndarray) -> int:
