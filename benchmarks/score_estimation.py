@@ -454,14 +454,17 @@ def report(tables: dict[str, pd.DataFrame], with_reduced: bool) -> list[str]:
         if with_reduced
         else "metabench's predictions from the same reduced items need `--metabench`; not part of this run.\n"
     )
+    means = (
+        markdown(mean_table(tables["mean"]))
+        if len(tables["mean"])
+        else "Not in this run: it needs all five benchmarks.\n"
+    )
     return [
         "## RMSE (points) with all of metabench's reduced items, held-out LLMs\n",
         "metabench's rows are in-sample for metabench and are computed on the same LLMs as each fit's "
         "rows. Its upper bound used 350 items per benchmark, 1.4–3.5 times the reduced sets.\n" + note,
         markdown(headline.sort_values(["fit", "estimator"])) + "\n",
-        "## 5-benchmark mean score: RMSE (points) of the mean of the five estimates\n\n"
-        + markdown(mean_table(tables["mean"]))
-        + "\n",
+        "## 5-benchmark mean score: RMSE (points) of the mean of the five estimates\n\n" + means + "\n",
         "## The package from 100 items (MAE) and from 25 (gain over the raw mean of 25 random items)\n",
         "At 100 items where a benchmark has more, else all of its reduced items; the gain is the raw "
         "mean's RMSE over the package's, per selection rule.\n",

@@ -27,10 +27,12 @@ from benchmirt_bayes.analyses.score_estimation import (
     natural_spline_basis,
 )
 from benchmirt_bayes.analyses.score_neighbours import (
-    NEIGHBOUR_COUNTS,
-    choose_count,
+    Kernel,
+    between_neighbours,
+    choose_kernel,
     correction,
     decode_answers,
+    disagreement,
     encode_answers,
     nearest,
 )
@@ -255,26 +257,53 @@ def test_neighbour_helpers_round_trip_and_find_the_nearest_rows():
         a, b = np.nan_to_num(answers[u]), np.nan_to_num(answers)
         distance = ((a * (1 - b) + (1 - a) * b) * seen).sum(axis=1) / seen.sum(axis=1)
         distance[u] = np.inf
-        np.testing.assert_allclose(np.sort(distance)[:4], distance[found[u]])
-    assert (found != np.arange(30)[:, None]).all()
-    np.testing.assert_array_equal(nearest(answers[:3], answers, 1)[:, 0], [0, 1, 2])  # itself, at distance 0
+        np.testing.assert_allclose(np.sort(distance)[:4], distance[found.index[u]])
+        np.testing.assert_allclose(found.distance[u], distance[found.index[u]])
+    assert (found.index != np.arange(30)[:, None]).all()
+    np.testing.assert_array_equal(nearest(answers[:3], answers, 1).index[:, 0], [0, 1, 2])  # itself
+    among = between_neighbours(found, answers)
+    for u in (0, 5):
+        pairs = [
+            nearest(answers[[i]], answers[[j]], 1).distance[0, 0]
+            for i in found.index[u]
+            for j in found.index[u]
+        ]
+        np.testing.assert_allclose(among[u], np.reshape(pairs, (4, 4)) * (1 - np.eye(4)))
     # a row that shares no answered item with the reference has no neighbours and no correction
     lone = nearest(np.full((1, 12), np.nan), answers, 3)
-    np.testing.assert_array_equal(lone, [[-1, -1, -1]])
-    assert correction(np.arange(30.0), lone, 3)[0] == 0.0
+    np.testing.assert_array_equal(lone.index, [[-1, -1, -1]])
+    assert correction(np.arange(30.0), lone, between_neighbours(lone, answers), Kernel(0.1, 0.1))[0] == 0.0
 
 
-def test_neighbour_count_is_zero_when_residuals_do_not_cluster():
+def test_kriging_matches_a_full_gaussian_process_on_its_neighbours():
+    """With every other row as a neighbour, the correction is the GP's leave-one-out mean."""
+    rng = np.random.default_rng(2)
+    answers = rng.integers(0, 2, size=(25, 40)).astype(float)
+    residuals = rng.normal(size=25)
+    found = nearest(answers, answers, 24, exclude_self=True)
+    kernel = Kernel(0.2, 0.3)
+    kriged = correction(residuals, found, between_neighbours(found, answers), kernel)
+    full = disagreement(answers, answers)
+    for u in (0, 7, 24):
+        others = np.delete(np.arange(25), u)
+        gram = np.exp(-full[np.ix_(others, others)] / kernel.length) + kernel.noise * np.eye(24)
+        expected = np.exp(-full[u, others] / kernel.length) @ np.linalg.solve(gram, residuals[others])
+        np.testing.assert_allclose(kriged[u], expected)
+
+
+def test_no_kernel_is_chosen_when_residuals_do_not_cluster():
     rng = np.random.default_rng(1)
     answers = rng.integers(0, 2, size=(400, 30)).astype(float)
-    neighbours = nearest(answers, answers, max(NEIGHBOUR_COUNTS), exclude_self=True)
-    assert choose_count(rng.normal(size=400), neighbours) == 0
+    found = nearest(answers, answers, 50, exclude_self=True)
+    assert choose_kernel(rng.normal(size=400), found, between_neighbours(found, answers)) is None
     family = np.repeat(np.arange(80), 5)
     relatives = np.abs(answers[family * 5] - (rng.random((400, 30)) < 0.05))  # five alike per family
-    neighbours = nearest(relatives, relatives, max(NEIGHBOUR_COUNTS), exclude_self=True)
+    found = nearest(relatives, relatives, 50, exclude_self=True)
+    among = between_neighbours(found, relatives)
     clustered = rng.normal(0, 3, size=80)[family] + rng.normal(size=400)
-    assert choose_count(clustered, neighbours) > 0
-    assert np.mean((clustered - correction(clustered, neighbours, 3)) ** 2) < 0.5 * np.var(clustered)
+    kernel = choose_kernel(clustered, found, among)
+    assert kernel is not None
+    assert np.mean((clustered - correction(clustered, found, among, kernel)) ** 2) < 0.5 * np.var(clustered)
 
 
 def test_neighbour_corrections_learn_family_errors_that_the_items_cannot_see(setting):
@@ -309,7 +338,10 @@ def test_neighbour_corrections_learn_family_errors_that_the_items_cannot_see(set
     counts = [bench.neighbour_count for bench in link.benchmarks.values()]
     assert sum(c > 0 for c in counts) >= 0.75 * len(counts)  # a benchmark's own noise may hide the shift
     plain = ScoreLink(
-        {b: dataclasses.replace(bench, neighbour_count=0) for b, bench in link.benchmarks.items()}
+        {
+            b: dataclasses.replace(bench, neighbour_count=0, neighbour_kernel=[])
+            for b, bench in link.benchmarks.items()
+        }
     )
     answers = relatives.data.sel(llm=held_out, item=kept).to_pandas()
     truth = scores.loc[held_out]
@@ -325,6 +357,9 @@ def test_neighbour_corrections_learn_family_errors_that_the_items_cannot_see(set
     # in training answer alike), so the neighbours take a share of what is left
     assert rmse(corrected) < 0.95 * rmse(estimate_scores(fit, answers, link=plain, n_draws=5))
     stored = ScoreLink.from_json(link.to_json())
+    averaged = json.loads(link.to_json()) | {"format": 2}  # neighbours averaged, not kriged: refit
+    with pytest.raises(ValueError, match="refit"):
+        ScoreLink.from_json(json.dumps(averaged))
     pd.testing.assert_frame_equal(corrected, estimate_scores(fit, answers, link=stored, n_draws=5))
     unanswered = answers.iloc[:1] * np.nan  # nothing to find relatives by: the plain link's estimate
     pd.testing.assert_frame_equal(

@@ -25,8 +25,8 @@ saw), and how sure are we? Three steps:
    of item responses, the link is cheap to refit for another subset, and it needs no full
    scores to fit the items.
    Its errors cluster by family (fine-tunes and merges of one base model answer alike and
-   miss alike), so the ``package`` estimate adds the mean out-of-fold error of the training
-   LLMs that answered the kept items most alike, when that helps out of sample
+   miss alike), so the ``package`` estimate adds the out-of-fold error of the training LLMs
+   that answered the kept items most alike, kriged from them, when that helps out of sample
    (:mod:`~benchmirt_bayes.analyses.score_neighbours`).
 3. **Calibrated intervals.** The regression's out-of-fold residuals (cross-fitting within
    the training LLMs) are scaled by a fitted local spread and their empirical quantile
@@ -50,8 +50,11 @@ import pandas as pd
 import xarray as xr
 
 from benchmirt_bayes.analyses.score_neighbours import (
-    NEIGHBOUR_COUNTS,
-    choose_count,
+    NEIGHBOURS,
+    Kernel,
+    Neighbours,
+    between_neighbours,
+    choose_kernel,
     correction,
     decode_answers,
     encode_answers,
@@ -193,6 +196,7 @@ class BenchmarkLink:
     package_form: str = "additive"
     index: dict[str, list[float]] = field(default_factory=dict)
     neighbour_count: int = 0
+    neighbour_kernel: list[float] = field(default_factory=list)
     neighbour_rows: list[int] = field(default_factory=list)
     neighbour_residuals: list[float] = field(default_factory=list)
 
@@ -203,7 +207,8 @@ class ScoreLink:
 
     ``reference`` holds the training LLMs' answers on the kept items
     (:func:`~benchmirt_bayes.analyses.score_neighbours.encode_answers`) when a benchmark's
-    link uses neighbour corrections; ``neighbour_rows`` index its rows.
+    link uses neighbour corrections; ``neighbour_rows`` index its rows, and
+    ``neighbour_kernel`` is the kriging kernel's ``[length, noise]``.
     """
 
     benchmarks: dict[str, BenchmarkLink]
@@ -212,15 +217,21 @@ class ScoreLink:
     def to_json(self) -> str:
         """Plain JSON (stored in attrs)."""
         links = {b: asdict(link) for b, link in self.benchmarks.items()}
-        return json.dumps({"format": 2, "benchmarks": links, "reference": self.reference})
+        return json.dumps({"format": 3, "benchmarks": links, "reference": self.reference})
 
     @classmethod
     def from_json(cls, text: str) -> ScoreLink:
-        """Inverse of :meth:`to_json` (also reads the first format: benchmark → link)."""
+        """Inverse of :meth:`to_json`.
+
+        Also reads the earlier formats (1: benchmark → link; 2: neighbours averaged, not
+        kriged) as long as they use no neighbour correction; those that do need a refit.
+        """
         raw = json.loads(text)
-        if raw.get("format") != 2:
+        if raw.get("format") not in (2, 3):
             return cls({b: BenchmarkLink(**link) for b, link in raw.items()})
         links = {b: BenchmarkLink(**link) for b, link in raw["benchmarks"].items()}
+        if raw["format"] == 2 and any(link.neighbour_count for link in links.values()):
+            raise ValueError("this link averages neighbours (format 2); refit it with fit_score_link")
         return cls(links, raw.get("reference", {}))
 
 
@@ -420,12 +431,10 @@ def fit_score_link(
         ]
         key = rows.tobytes()
         if key not in neighbours_of:
-            neighbours_of[key] = nearest(
-                reference[rows], reference[rows], max(NEIGHBOUR_COUNTS), exclude_self=True
-            )
-        link = _fit_benchmark_link(
-            features, target[rows], knots, kept, coverage, folds, rng, neighbours_of[key]
-        )
+            found = nearest(reference[rows], reference[rows], NEIGHBOURS, exclude_self=True)
+            neighbours_of[key] = (found, between_neighbours(found, reference[rows]))
+        found, among = neighbours_of[key]
+        link = _fit_benchmark_link(features, target[rows], knots, kept, coverage, folds, rng, found, among)
         if link.neighbour_count:
             link.neighbour_rows = list(map(int, rows))
         links[str(name)] = link
@@ -441,9 +450,14 @@ def _fit_benchmark_link(
     coverage: float,
     folds: int,
     rng,
-    neighbours: np.ndarray,
+    neighbours: Neighbours,
+    among: np.ndarray,
 ) -> BenchmarkLink:
-    """One benchmark's link; ``neighbours`` are each training row's nearest other rows."""
+    """One benchmark's link.
+
+    ``neighbours`` are each training row's nearest other rows and ``among`` the distances
+    between them (:func:`~benchmirt_bayes.analyses.score_neighbours.between_neighbours`).
+    """
     fold_of = rng.permutation(len(target)) % folds
     ridges = {"additive": ITEM_RIDGES, "index": INDEX_RIDGES}
     candidates = [("naive", 0.0), ("irt", 0.0), *[(form, r) for form in FORMS for r in ridges[form]]]
@@ -483,8 +497,9 @@ def _fit_benchmark_link(
     denominator = float(np.sum((a - b) ** 2))
     lam = float(np.clip(np.sum((target - b) * (a - b)) / denominator, 0.0, 1.0)) if denominator > 0 else 0.0
     raw_residual = target - out_of_fold["package"]
-    count = choose_count(raw_residual, neighbours)
-    out_of_fold["package"] = out_of_fold["package"] + correction(raw_residual, neighbours, count)
+    kernel = choose_kernel(raw_residual, neighbours, among)
+    count = neighbours.index.shape[1] if kernel is not None else 0
+    out_of_fold["package"] = out_of_fold["package"] + correction(raw_residual, neighbours, among, kernel)
     residual = target - out_of_fold["package"]
     scale_design = designs["irt"]
     scale_beta = _ridge(scale_design, np.abs(residual))
@@ -508,10 +523,12 @@ def _fit_benchmark_link(
             f"out_of_fold_rmse_{name}": float(np.sqrt(min(oof_mse[name, r] for r in ridges[name])))
             for name in FORMS
         }
-        | {"n_llms": float(len(target)), "item_ridge": item_ridge, "neighbour_count": float(count)},
+        | {"n_llms": float(len(target)), "item_ridge": item_ridge, "neighbour_count": float(count)}
+        | dict(zip(("neighbour_length", "neighbour_noise"), kernel or (), strict=False)),
         package_form=form,
         index=index,
         neighbour_count=count,
+        neighbour_kernel=list(kernel) if kernel is not None else [],
         neighbour_residuals=list(map(float, raw_residual)) if count else [],
     )
 
@@ -633,12 +650,13 @@ def estimate_scores(
 
 
 def _neighbour_correction(answers: np.ndarray, reference: np.ndarray, link: BenchmarkLink) -> np.ndarray:
-    """The mean training residual of each row's nearest training LLMs (by kept-item answers)."""
+    """Each row's training residual kriged from its nearest training LLMs (by kept-item answers)."""
     if reference is None:
         raise ValueError("the link uses neighbour corrections but carries no reference answers")
-    rows = np.asarray(link.neighbour_rows, dtype=int)
-    neighbours = nearest(answers, reference[rows], link.neighbour_count)
-    return correction(np.asarray(link.neighbour_residuals), neighbours, link.neighbour_count)
+    known = reference[np.asarray(link.neighbour_rows, dtype=int)]
+    found = nearest(answers, known, link.neighbour_count)
+    among = between_neighbours(found, known)
+    return correction(np.asarray(link.neighbour_residuals), found, among, Kernel(*link.neighbour_kernel))
 
 
 def _link_estimate(features: dict, link: BenchmarkLink, estimator: str) -> np.ndarray:
