@@ -608,6 +608,7 @@ def estimate_scores(
     bench_of_item = benchmarks.loc[list(item_draws.items)].to_numpy()
     scale = item_draws.layout.score_scale
     reference = decode_answers(link.reference) if link is not None and link.reference else None
+    neighbours_of = {}  # benchmarks with the same kept items and known LLMs (a joint fit) share one search
     rows = []
     for name in pd.unique(bench_of_item):
         cols = np.flatnonzero(bench_of_item == name)
@@ -629,7 +630,7 @@ def estimate_scores(
                 estimate = _link_estimate(features, bench_link, kind)
                 if kind == "package" and bench_link.neighbour_count:
                     answers = outcomes[:, kept] / scale[kept]
-                    estimate = estimate + _neighbour_correction(answers, reference, bench_link)
+                    estimate = estimate + _neighbour_correction(answers, reference, bench_link, neighbours_of)
                 results[kind] = (estimate, estimate - half, estimate + half)
         for kind, (estimate, lower, upper) in results.items():
             for u, llm in enumerate(table.index.astype(str)):
@@ -649,13 +650,21 @@ def estimate_scores(
     return pd.DataFrame(rows)
 
 
-def _neighbour_correction(answers: np.ndarray, reference: np.ndarray, link: BenchmarkLink) -> np.ndarray:
-    """Each row's training residual kriged from its nearest training LLMs (by kept-item answers)."""
+def _neighbour_correction(
+    answers: np.ndarray, reference: np.ndarray, link: BenchmarkLink, neighbours_of: dict
+) -> np.ndarray:
+    """Each row's training residual kriged from its nearest training LLMs (by kept-item answers).
+
+    ``neighbours_of`` caches the search by kept items and training LLMs across benchmarks.
+    """
     if reference is None:
         raise ValueError("the link uses neighbour corrections but carries no reference answers")
-    known = reference[np.asarray(link.neighbour_rows, dtype=int)]
-    found = nearest(answers, known, link.neighbour_count)
-    among = between_neighbours(found, known)
+    rows = np.asarray(link.neighbour_rows, dtype=int)
+    key = (tuple(link.items), rows.tobytes(), link.neighbour_count)
+    if key not in neighbours_of:
+        found = nearest(answers, reference[rows], link.neighbour_count)
+        neighbours_of[key] = (found, between_neighbours(found, reference[rows]))
+    found, among = neighbours_of[key]
     return correction(np.asarray(link.neighbour_residuals), found, among, Kernel(*link.neighbour_kernel))
 
 
