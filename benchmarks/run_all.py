@@ -11,6 +11,7 @@ stamp. Its stdout logs are under ``--work``.
     python benchmarks/run_all.py --quick          # minutes-scale sizes, every section
     python benchmarks/run_all.py                  # full sizes (hours)
     python benchmarks/run_all.py --only harness   # one section again
+    python benchmarks/run_all.py --metabench PATH # with metabench's reduced fits (score_estimation)
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class Benchmark:
     fenced: bool = False
     """Whether the script's stdout is plain text (shown as a code block) rather than Markdown."""
     note: str = ""
+    metabench: bool = False
+    """Whether the script compares with metabench's published fits (``--metabench PATH``)."""
 
 
 SUBSET_FILES = (
@@ -107,8 +110,7 @@ BENCHMARKS = (
         ("--quick", "--out", "{out}"),
         ("--out", "{out}"),
         table_file="results.md",
-        note="metabench's predictions from the same reduced items need `--metabench PATH` (a checkout "
-        "of adkipnis/metabench; `benchmarks/metabench_reference.py`), which this command does not pass.",
+        metabench=True,
     ),
     Benchmark(
         "subset_fidelity",
@@ -198,8 +200,12 @@ def commit() -> str:
     return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
 
-def run(bench: Benchmark, quick: bool, work: Path, logs: Path) -> str:
-    """Run one script and return its RESULTS.md section."""
+def run(bench: Benchmark, quick: bool, work: Path, logs: Path, metabench: str | None = None) -> str:
+    """Run one script and return its RESULTS.md section.
+
+    ``metabench`` (a checkout of adkipnis/metabench) is passed on to the scripts that compare
+    with metabench's published fits; the stamp shows it as ``METABENCH``.
+    """
     arguments = bench.quick if quick else bench.full
     out = work / bench.name
     out.mkdir(parents=True, exist_ok=True)
@@ -208,6 +214,15 @@ def run(bench: Benchmark, quick: bool, work: Path, logs: Path) -> str:
         return header + "Not run by this command at this size.\n"
     argv = [a.replace("{out}", str(out)) for a in arguments]
     shown = [a.replace("{out}", f"OUT/{bench.name}") for a in arguments]
+    note = bench.note
+    if bench.metabench and metabench:
+        argv += ["--metabench", str(Path(metabench).resolve())]
+        shown += ["--metabench", "METABENCH"]
+    elif bench.metabench:
+        note = (
+            "metabench's predictions from the same reduced items need a checkout of adkipnis/metabench "
+            "(`benchmarks/metabench_reference.py`): `python benchmarks/run_all.py --metabench PATH`."
+        )
     command = " ".join(["python", f"benchmarks/{bench.script}", *map(shlex.quote, shown)])
     load, version = os.getloadavg()[0], commit()
     started = datetime.now(UTC)
@@ -238,7 +253,7 @@ def run(bench: Benchmark, quick: bool, work: Path, logs: Path) -> str:
     else:
         # the scripts' own headings nest two levels below the section's
         body = re.sub(r"^(#{1,4}) ", r"##\1 ", body.strip(), flags=re.MULTILINE)
-    note = f"{bench.note}\n\n" if bench.note else ""
+    note = f"{note}\n\n" if note else ""
     return header + stamp + note + body + "\n"
 
 
@@ -263,6 +278,11 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=[b.name for b in BENCHMARKS], default=None)
     parser.add_argument("--work", default="benchmark_results/run_all", help="scripts' output folders")
     parser.add_argument("--results", default=str(RESULTS), help="the Markdown file to write")
+    parser.add_argument(
+        "--metabench",
+        default=None,
+        help="a checkout of adkipnis/metabench: score_estimation then compares with its reduced fits",
+    )
     args = parser.parse_args()
     work = Path(args.work).resolve()
     results = Path(args.results)
@@ -273,7 +293,7 @@ def main() -> None:
         if args.only and bench.name not in args.only:
             continue
         print(f"running {bench.name} ...", flush=True)
-        sections[bench.name] = run(bench, args.quick, work, logs)
+        sections[bench.name] = run(bench, args.quick, work, logs, metabench=args.metabench)
         write(sections, results)
         print(sections[bench.name].splitlines()[3], flush=True)
     write(sections, results)

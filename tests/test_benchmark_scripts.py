@@ -89,3 +89,19 @@ def test_run_all_stamps_each_section_and_keeps_the_others_with_only(tmp_path):
     sections = run_all.existing_sections(results)
     assert set(sections) == {"tiny", "other"} and sections["other"].strip().endswith("kept")
     assert [b.name for b in run_all.BENCHMARKS if b.full is None] == []
+
+
+def test_run_all_passes_metabench_on_to_the_scripts_that_compare_with_it(tmp_path):
+    run_all = _run_all_module()
+    script = tmp_path / "echo.py"
+    script.write_text("import sys\nprint(' '.join(sys.argv[1:]))\n")
+    compares = run_all.Benchmark("cmp", "Compares", str(script), ("q",), ("f",), fenced=True, metabench=True)
+    plain = run_all.Benchmark("plain", "Plain", str(script), ("q",), ("f",), fenced=True)
+    checkout = tmp_path / "metabench"
+    with_it = run_all.run(compares, True, tmp_path / "work", tmp_path, metabench=str(checkout))
+    assert f"q --metabench {checkout.resolve()}" in with_it and "q --metabench METABENCH`" in with_it
+    assert "need a checkout" not in with_it
+    without = run_all.run(compares, True, tmp_path / "work", tmp_path)
+    assert "need a checkout" in without and "--metabench" not in without.split("need a checkout")[0]
+    assert "--metabench" not in run_all.run(plain, True, tmp_path / "work", tmp_path, metabench=str(checkout))
+    assert [b.name for b in run_all.BENCHMARKS if b.metabench] == ["score_estimation"]
