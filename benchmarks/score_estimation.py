@@ -21,8 +21,9 @@ reduced items (metabench's budget), 50 %, 25 %, and 10, 25, 50, 100 items. Selec
 random, information (expected Fisher information over posterior draws), stratified
 (equal-count difficulty bins, one random item from each) and stepwise (forward stepwise
 regression of the training LLMs' full scores on the items, ``select_for_scores``). A
-joint 2-dimension fit of all five benchmarks (the 2,461 LLMs in every file) shows whether
-sharing abilities and answers across benchmarks helps.
+joint 2-dimension fit of all five benchmarks (the 2,461 LLMs in every file; all reduced
+items, 100 stepwise items per benchmark, and 25 random or stepwise) shows whether sharing
+abilities and answers across benchmarks helps.
 
 Writes ``predictions.csv`` (every estimate) and ``results.md`` to ``--out`` and prints the
 tables. The parts can run as separate processes and be summarised together.
@@ -192,6 +193,7 @@ def joint(quick: bool, folds: int, seed: int, log) -> pd.DataFrame:
         log(f"joint fold {fold}: fit {time.perf_counter() - start:.0f} s")
         for budget, per_bench, rule in (
             ("100%", None, "random"),
+            ("100 items", 100, "stepwise"),
             ("25 items", 25, "random"),
             ("25 items", 25, "stepwise"),
         ):
