@@ -306,6 +306,29 @@ def test_no_kernel_is_chosen_when_residuals_do_not_cluster():
     assert np.mean((clustered - correction(clustered, found, among, kernel)) ** 2) < 0.5 * np.var(clustered)
 
 
+def test_the_kernel_weighs_estimates_when_answers_alone_mix_up_families():
+    """Twin families answer alike but score apart; their estimates tell them apart."""
+    rng = np.random.default_rng(3)
+    family = np.repeat(np.arange(80), 5)
+    bases = rng.integers(0, 2, size=(40, 30)).astype(float)
+    answers = np.abs(bases[family // 2] - (rng.random((400, 30)) < 0.05))  # families 2k and 2k+1 alike
+    estimates = 40 + 10 * (family % 2) + rng.normal(0, 1, size=400)
+    residuals = rng.normal(0, 3, size=80)[family] + rng.normal(size=400)
+    found = nearest(answers, answers, 50, exclude_self=True)
+    among = between_neighbours(found, answers)
+    by_answers = choose_kernel(residuals, found, among)
+    by_both = choose_kernel(residuals, found, among, estimates)
+    assert by_answers.score_weight == 0 and by_both.score_weight > 0
+
+    def error(kernel: Kernel) -> float:
+        kriged = correction(residuals, found, among, kernel, estimates, estimates)
+        return float(np.mean((residuals - kriged) ** 2))
+
+    assert error(by_both) < 0.8 * error(by_answers)
+    with pytest.raises(ValueError, match="estimates"):
+        correction(residuals, found, among, by_both)
+
+
 def test_neighbour_corrections_learn_family_errors_that_the_items_cannot_see(setting):
     """Relatives answer alike and share a shift of the full score that no kept item shows."""
     import dataclasses
@@ -361,6 +384,21 @@ def test_neighbour_corrections_learn_family_errors_that_the_items_cannot_see(set
     with pytest.raises(ValueError, match="refit"):
         ScoreLink.from_json(json.dumps(averaged))
     pd.testing.assert_frame_equal(corrected, estimate_scores(fit, answers, link=stored, n_draws=5))
+    # a format-3 link (kriging by answers alone) still reads, as a kernel without score weight
+    by_answers = ScoreLink(
+        {
+            b: dataclasses.replace(bench, neighbour_kernel=bench.neighbour_kernel[:2], neighbour_estimates=[])
+            for b, bench in link.benchmarks.items()
+        },
+        link.reference,
+    )
+    older = json.loads(by_answers.to_json()) | {"format": 3}
+    for bench in older["benchmarks"].values():
+        del bench["neighbour_estimates"]
+    pd.testing.assert_frame_equal(
+        estimate_scores(fit, answers, link=ScoreLink.from_json(json.dumps(older)), n_draws=5),
+        estimate_scores(fit, answers, link=by_answers, n_draws=5),
+    )
     unanswered = answers.iloc[:1] * np.nan  # nothing to find relatives by: the plain link's estimate
     pd.testing.assert_frame_equal(
         estimate_scores(fit, unanswered, link=link, n_draws=5),

@@ -26,7 +26,8 @@ saw), and how sure are we? Three steps:
    scores to fit the items.
    Its errors cluster by family (fine-tunes and merges of one base model answer alike and
    miss alike), so the ``package`` estimate adds the out-of-fold error of the training LLMs
-   that answered the kept items most alike, kriged from them, when that helps out of sample
+   that answered the kept items most alike, kriged from them (weighing how far apart
+   their estimates are too), when that helps out of sample
    (:mod:`~benchmirt_bayes.analyses.score_neighbours`).
 3. **Calibrated intervals.** The regression's out-of-fold residuals (cross-fitting within
    the training LLMs) are scaled by a fitted local spread and their empirical quantile
@@ -199,6 +200,7 @@ class BenchmarkLink:
     neighbour_kernel: list[float] = field(default_factory=list)
     neighbour_rows: list[int] = field(default_factory=list)
     neighbour_residuals: list[float] = field(default_factory=list)
+    neighbour_estimates: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -207,8 +209,10 @@ class ScoreLink:
 
     ``reference`` holds the training LLMs' answers on the kept items
     (:func:`~benchmirt_bayes.analyses.score_neighbours.encode_answers`) when a benchmark's
-    link uses neighbour corrections; ``neighbour_rows`` index its rows, and
-    ``neighbour_kernel`` is the kriging kernel's ``[length, noise]``.
+    link uses neighbour corrections; ``neighbour_rows`` index its rows,
+    ``neighbour_residuals`` and ``neighbour_estimates`` are those rows' out-of-fold link
+    errors and estimates, and ``neighbour_kernel`` is the kriging kernel's
+    ``[length, noise, score_weight]``.
     """
 
     benchmarks: dict[str, BenchmarkLink]
@@ -217,17 +221,18 @@ class ScoreLink:
     def to_json(self) -> str:
         """Plain JSON (stored in attrs)."""
         links = {b: asdict(link) for b, link in self.benchmarks.items()}
-        return json.dumps({"format": 3, "benchmarks": links, "reference": self.reference})
+        return json.dumps({"format": 4, "benchmarks": links, "reference": self.reference})
 
     @classmethod
     def from_json(cls, text: str) -> ScoreLink:
         """Inverse of :meth:`to_json`.
 
-        Also reads the earlier formats (1: benchmark → link; 2: neighbours averaged, not
-        kriged) as long as they use no neighbour correction; those that do need a refit.
+        Also reads the earlier formats: 3 (kriging by answers alone, score weight 0), and
+        1 (benchmark → link) and 2 (neighbours averaged, not kriged) as long as they use no
+        neighbour correction; those that do need a refit.
         """
         raw = json.loads(text)
-        if raw.get("format") not in (2, 3):
+        if raw.get("format") not in (2, 3, 4):
             return cls({b: BenchmarkLink(**link) for b, link in raw.items()})
         links = {b: BenchmarkLink(**link) for b, link in raw["benchmarks"].items()}
         if raw["format"] == 2 and any(link.neighbour_count for link in links.values()):
@@ -496,10 +501,13 @@ def _fit_benchmark_link(
     a, b = out_of_fold["naive"], out_of_fold["irt"]
     denominator = float(np.sum((a - b) ** 2))
     lam = float(np.clip(np.sum((target - b) * (a - b)) / denominator, 0.0, 1.0)) if denominator > 0 else 0.0
-    raw_residual = target - out_of_fold["package"]
-    kernel = choose_kernel(raw_residual, neighbours, among)
+    raw_estimate = out_of_fold["package"]
+    raw_residual = target - raw_estimate
+    kernel = choose_kernel(raw_residual, neighbours, among, raw_estimate, seed=int(rng.integers(2**31)))
     count = neighbours.index.shape[1] if kernel is not None else 0
-    out_of_fold["package"] = out_of_fold["package"] + correction(raw_residual, neighbours, among, kernel)
+    out_of_fold["package"] = raw_estimate + correction(
+        raw_residual, neighbours, among, kernel, raw_estimate, raw_estimate
+    )
     residual = target - out_of_fold["package"]
     scale_design = designs["irt"]
     scale_beta = _ridge(scale_design, np.abs(residual))
@@ -530,6 +538,7 @@ def _fit_benchmark_link(
         neighbour_count=count,
         neighbour_kernel=list(kernel) if kernel is not None else [],
         neighbour_residuals=list(map(float, raw_residual)) if count else [],
+        neighbour_estimates=list(map(float, raw_estimate)) if count else [],
     )
 
 
@@ -630,7 +639,9 @@ def estimate_scores(
                 estimate = _link_estimate(features, bench_link, kind)
                 if kind == "package" and bench_link.neighbour_count:
                     answers = outcomes[:, kept] / scale[kept]
-                    estimate = estimate + _neighbour_correction(answers, reference, bench_link, neighbours_of)
+                    estimate = estimate + _neighbour_correction(
+                        answers, estimate, reference, bench_link, neighbours_of
+                    )
                 results[kind] = (estimate, estimate - half, estimate + half)
         for kind, (estimate, lower, upper) in results.items():
             for u, llm in enumerate(table.index.astype(str)):
@@ -651,9 +662,12 @@ def estimate_scores(
 
 
 def _neighbour_correction(
-    answers: np.ndarray, reference: np.ndarray, link: BenchmarkLink, neighbours_of: dict
+    answers: np.ndarray, estimate: np.ndarray, reference: np.ndarray, link: BenchmarkLink, neighbours_of: dict
 ) -> np.ndarray:
     """Each row's training residual kriged from its nearest training LLMs (by kept-item answers).
+
+    ``estimate`` is each row's link estimate (the kernel may weigh how far it is from the
+    neighbours').
 
     ``neighbours_of`` caches the search by kept items and training LLMs across benchmarks.
     """
@@ -665,7 +679,14 @@ def _neighbour_correction(
         found = nearest(answers, reference[rows], link.neighbour_count)
         neighbours_of[key] = (found, between_neighbours(found, reference[rows]))
     found, among = neighbours_of[key]
-    return correction(np.asarray(link.neighbour_residuals), found, among, Kernel(*link.neighbour_kernel))
+    return correction(
+        np.asarray(link.neighbour_residuals),
+        found,
+        among,
+        Kernel(*link.neighbour_kernel),
+        np.asarray(link.neighbour_estimates),
+        estimate,
+    )
 
 
 def _link_estimate(features: dict, link: BenchmarkLink, estimator: str) -> np.ndarray:

@@ -15,6 +15,10 @@ all when none beats it.
 Distance between two LLMs is their expected disagreement per item both answered,
 ``mean(a (1 − b) + (1 − a) b)`` on answers scaled to ``[0, 1]``: the share of differing
 answers for binary items, and the chance that two independent draws differ otherwise.
+The neighbours are found by that distance alone; the kernel may add to it a multiple of
+the difference between the link's estimates of the two LLMs (relatives answer alike *and*
+score alike, and two LLMs that answer the kept items alike but are estimated far apart are
+less likely to be relatives). That weight is chosen with ``length`` and ``noise``.
 """
 
 from __future__ import annotations
@@ -31,6 +35,11 @@ LENGTHS = (0.02, 0.04, 0.08, 0.16, 0.32)
 """Candidate kernel lengths, in disagreement per item."""
 NOISES = (0.03, 0.1, 0.3, 1.0)
 """Candidate noise variances relative to the process variance."""
+SCORE_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
+"""Candidate weights of the estimate difference in the distance, per standard deviation of
+the training LLMs' estimates."""
+CHOICE_ROWS = 1000
+"""Training rows (a seeded sample) whose leave-one-out error chooses the kernel."""
 MISSING_CODE = 255
 LEVELS = 254
 """Answers are stored as bytes ``round(answer * 254)``; ``255`` marks an unanswered item."""
@@ -44,10 +53,15 @@ class Neighbours(NamedTuple):
 
 
 class Kernel(NamedTuple):
-    """The kriging covariance ``exp(−distance / length) + noise · [same LLM]``."""
+    """The kriging covariance ``exp(−distance / length) + noise · [same LLM]``.
+
+    ``distance`` is the disagreement plus ``score_weight`` times the absolute difference of
+    the two LLMs' estimates (in the scores' units).
+    """
 
     length: float
     noise: float
+    score_weight: float = 0.0
 
 
 def encode_answers(answers: np.ndarray) -> dict:
@@ -121,34 +135,77 @@ def between_neighbours(found: Neighbours, reference: np.ndarray, chunk: int = 12
     return out
 
 
+def with_estimates(
+    found: Neighbours, among: np.ndarray, estimates: np.ndarray, own: np.ndarray, weight: float
+) -> tuple[Neighbours, np.ndarray]:
+    """The distances of ``found`` and ``among`` plus ``weight`` × the difference of estimates.
+
+    ``estimates`` are the reference rows' and ``own`` each row's own.
+    """
+    if weight == 0:
+        return found, among
+    theirs = estimates[np.maximum(found.index, 0)]
+    distance = found.distance + weight * np.abs(theirs - own[:, None])
+    return Neighbours(found.index, distance), among + weight * np.abs(theirs[:, :, None] - theirs[:, None, :])
+
+
 def correction(
-    residuals: np.ndarray, found: Neighbours, among: np.ndarray, kernel: Kernel | None
+    residuals: np.ndarray,
+    found: Neighbours,
+    among: np.ndarray,
+    kernel: Kernel | None,
+    estimates: np.ndarray | None = None,
+    own: np.ndarray | None = None,
 ) -> np.ndarray:
     """Each row's residual kriged from its neighbours' ``residuals`` (zero without a kernel).
 
     ``among`` holds the distances between each row's neighbours (:func:`between_neighbours`).
+    A kernel with a ``score_weight`` needs the reference rows' ``estimates`` and each row's
+    ``own`` (:func:`with_estimates`).
     """
     n, k = found.index.shape
     if kernel is None or k == 0:
         return np.zeros(n)
+    if kernel.score_weight:
+        if estimates is None or own is None:
+            raise ValueError("a kernel with a score weight needs the estimates of both sides")
+        found, among = with_estimates(found, among, estimates, own, kernel.score_weight)
     gram = np.exp(-among / kernel.length) + kernel.noise * np.eye(k)
     cross = np.exp(-found.distance / kernel.length)
     weights = np.linalg.solve(gram, cross[..., None])[..., 0]
     return (weights * residuals[np.maximum(found.index, 0)]).sum(axis=1)
 
 
-def choose_kernel(residuals: np.ndarray, found: Neighbours, among: np.ndarray) -> Kernel | None:
-    """The kernel of :data:`LENGTHS` × :data:`NOISES` with the smallest leave-one-out error.
+def choose_kernel(
+    residuals: np.ndarray,
+    found: Neighbours,
+    among: np.ndarray,
+    estimates: np.ndarray | None = None,
+    *,
+    seed: int = 0,
+) -> Kernel | None:
+    """The kernel with the smallest leave-one-out error.
 
-    ``found`` must leave each row out of its own (``nearest(..., exclude_self=True)``), which
-    makes every row's correction a leave-one-out prediction. ``None`` (no correction) when
-    no kernel predicts the residuals better than zero.
+    Candidates are :data:`LENGTHS` × :data:`NOISES`, and with the rows' ``estimates`` also
+    × :data:`SCORE_WEIGHTS`. ``found`` must leave each row out of its own
+    (``nearest(..., exclude_self=True)``), which makes every row's correction a
+    leave-one-out prediction; the error is taken on :data:`CHOICE_ROWS` rows sampled with
+    ``seed`` (all of them when there are fewer). ``None`` (no correction) when no kernel
+    predicts the residuals better than zero.
     """
-    best, best_error = None, float(np.mean(residuals**2))
-    for length in LENGTHS:
-        for noise in NOISES:
-            kernel = Kernel(length, noise)
-            error = float(np.mean((residuals - correction(residuals, found, among, kernel)) ** 2))
-            if error < best_error:
-                best, best_error = kernel, error
+    rows = np.arange(len(residuals))
+    if len(rows) > CHOICE_ROWS:
+        rows = np.sort(np.random.default_rng(seed).choice(rows, CHOICE_ROWS, replace=False))
+    found, among = Neighbours(found.index[rows], found.distance[rows]), among[rows]
+    spread = float(np.std(estimates)) if estimates is not None else 0.0
+    weights = [w / spread for w in SCORE_WEIGHTS] if spread > 0 else [0.0]
+    best, best_error = None, float(np.mean(residuals[rows] ** 2))
+    for weight in weights:
+        apart = with_estimates(found, among, estimates, estimates[rows], weight) if weight else (found, among)
+        for length in LENGTHS:
+            for noise in NOISES:
+                kriged = correction(residuals, *apart, Kernel(length, noise))
+                error = float(np.mean((residuals[rows] - kriged) ** 2))
+                if error < best_error:
+                    best, best_error = Kernel(length, noise, weight), error
     return best
