@@ -142,8 +142,6 @@ def with_estimates(
 
     ``estimates`` are the reference rows' and ``own`` each row's own.
     """
-    if weight == 0:
-        return found, among
     theirs = estimates[np.maximum(found.index, 0)]
     distance = found.distance + weight * np.abs(theirs - own[:, None])
     return Neighbours(found.index, distance), among + weight * np.abs(theirs[:, :, None] - theirs[:, None, :])
