@@ -20,10 +20,14 @@ from benchmirt_bayes import (
 )
 from benchmirt_bayes.analyses.score_estimation import (
     ScoreLink,
+    _design,
+    _fit_benchmark_link,
     _fit_index,
     _index_predict,
+    _link_estimate,
     _ridge,
     grid_ability_posterior,
+    gross_outliers,
     natural_spline_basis,
 )
 from benchmirt_bayes.analyses.score_neighbours import (
@@ -404,3 +408,50 @@ def test_neighbour_corrections_learn_family_errors_that_the_items_cannot_see(set
         estimate_scores(fit, unanswered, link=link, n_draws=5),
         estimate_scores(fit, unanswered, link=plain, n_draws=5),
     )
+
+
+def test_a_cluster_of_ceiling_scores_does_not_lend_a_kept_item_its_weight():
+    """Test-set-trained LLMs score 100 and alone get one item; an ordinary LLM getting it is not one."""
+    rng = np.random.default_rng(11)
+    n, n_items = 1500, 40
+    ability = rng.normal(size=n)
+    difficulty = rng.normal(size=n_items)
+    answers = (rng.random((n, n_items)) < expit(ability[:, None] - difficulty)).astype(float)
+    answers[:, -1] = 0.0  # an item no ordinary LLM answers right
+    target = 100 * expit(0.6 * ability - 1.0) + rng.normal(0, 1, n)
+    trained = rng.choice(n, 25, replace=False)
+    answers[trained] = 1.0
+    ability[trained] = 2.5
+    target[trained] = 100.0
+    features = {
+        "ability": ability[:, None],
+        "irt": expit(ability[:, None] - difficulty).mean(axis=1),
+        "naive": answers.mean(axis=1),
+        "answers": answers,
+    }
+    knots = [list(np.quantile(ability, np.linspace(0.05, 0.95, 5)))]
+    found = nearest(answers, answers, 50, exclude_self=True)
+    link = _fit_benchmark_link(
+        features,
+        target,
+        knots,
+        [],
+        0.9,
+        5,
+        np.random.default_rng(0),
+        found,
+        between_neighbours(found, answers),
+    )
+    x, penalty = _design(features, knots, "package")
+    smooth = x.shape[1] - n_items
+    flagged = gross_outliers((x[:, :smooth], penalty[:smooth]), target)
+    assert set(np.flatnonzero(flagged)) >= set(trained) and flagged.sum() <= len(trained) + 5
+    assert link.training["outliers_left_out"] == flagged.sum()
+
+    ordinary = np.setdiff1d(np.arange(n), trained)[:200]
+    lucky = {key: value[ordinary].copy() for key, value in features.items()}
+    lucky["answers"][:, -1] = 1.0
+    jump = _link_estimate(lucky, link, "package") - _link_estimate(
+        {key: value[ordinary] for key, value in features.items()}, link, "package"
+    )
+    assert np.abs(jump).max() < 3.0  # least squares on every row gives this item +37 points

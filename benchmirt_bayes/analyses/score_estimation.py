@@ -18,12 +18,14 @@ saw), and how sure are we? Three steps:
    the kept items themselves. Two forms are fitted and the one with the smaller
    out-of-fold error is kept: *additive* (the terms added up) and *single-index* (a
    natural spline of one weighted sum of the same terms, fitted by Gauss–Newton), which
-   lets the items' weights act inside the curve that maps ability to a percentage. The
-   training LLMs' features come from the *same* kept items and the same scorer as the
-   new LLMs' will, so the link sees the noise it will meet. This is a posterior-predictive
-   regression rather than a second likelihood term in the model: the model stays a model
-   of item responses, the link is cheap to refit for another subset, and it needs no full
-   scores to fit the items.
+   lets the items' weights act inside the curve that maps ability to a percentage.
+   Training LLMs far off every smooth link (such as LLMs trained on the test set, at the
+   ceiling) are left out of this regression (:func:`gross_outliers`); their errors go to
+   the kriging below. The training LLMs' features come from the *same* kept items and
+   the same scorer as the new LLMs' will, so the link sees the noise it will meet. This
+   is a posterior-predictive regression rather than a second likelihood term in the model:
+   the model stays a model of item responses, the link is cheap to refit for another
+   subset, and it needs no full scores to fit the items.
    Its errors cluster by family (fine-tunes and merges of one base model answer alike and
    miss alike), so the ``package`` estimate adds the out-of-fold error of the training LLMs
    that answered the kept items most alike, kriged from them (weighing how far apart
@@ -78,6 +80,11 @@ ITEM_RIDGES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
 kept-item answers (chosen per benchmark by the out-of-fold error)."""
 INDEX_RIDGES = ITEM_RIDGES[2:]
 """The candidates of the single-index form (inside the curve, weak penalties overfit)."""
+OUTLIER_CUT = 8.0
+"""Training LLMs whose full score is more than this many robust SDs from a robust fit of the
+smooth terms are left out of the ``package`` regression (their errors still go to the
+kriging): see :func:`gross_outliers`."""
+HUBER_TUNING = 1.345
 LINK_ATTR = "benchmirt_score_link"
 
 
@@ -285,10 +292,39 @@ def _design(features: dict, knots: list[list[float]], kind: str) -> tuple[np.nda
     return np.column_stack(parts), np.asarray(penalty)
 
 
-def _ridge(design: tuple[np.ndarray, np.ndarray], target: np.ndarray) -> np.ndarray:
+def _ridge(
+    design: tuple[np.ndarray, np.ndarray], target: np.ndarray, weights: np.ndarray | None = None
+) -> np.ndarray:
     x, penalty = design
-    gram = x.T @ x + len(target) * np.diag(penalty)
-    return np.linalg.solve(gram, x.T @ target)
+    weighted = x if weights is None else x * weights[:, None]
+    gram = weighted.T @ x + len(target) * np.diag(penalty)
+    return np.linalg.solve(gram, weighted.T @ target)
+
+
+def _robust_scale(residual: np.ndarray) -> float:
+    """The residuals' SD estimated from their median absolute deviation."""
+    return 1.4826 * float(np.median(np.abs(residual - np.median(residual)))) + 1e-9
+
+
+def gross_outliers(
+    design: tuple[np.ndarray, np.ndarray], target: np.ndarray, cut: float = OUTLIER_CUT, iterations: int = 10
+) -> np.ndarray:
+    """Rows whose target is more than ``cut`` robust SDs from a Huber ridge fit of ``design``.
+
+    A few LLMs can be far off every smooth link, such as LLMs trained on the test set: they
+    score at the ceiling and answer every kept item right, including items that no other
+    LLM gets. Least squares would give such an item the weight of that whole cluster's
+    excess, and an ordinary LLM that happens to get it right would inherit it. A Huber fit
+    (iteratively reweighted ridge) does not bend towards such rows, so its residuals find
+    them; ``cut`` is in SDs estimated from the residuals' median absolute deviation.
+    """
+    weights = np.ones(len(target))
+    for _ in range(iterations):
+        residual = target - design[0] @ _ridge(design, target, weights)
+        spread = HUBER_TUNING * _robust_scale(residual)
+        weights = np.minimum(1.0, spread / (np.abs(residual) + 1e-12))
+    residual = target - design[0] @ _ridge(design, target, weights)
+    return np.abs(residual) > cut * _robust_scale(residual)
 
 
 def _index_curve(z: np.ndarray, knots: np.ndarray) -> np.ndarray:
@@ -480,23 +516,39 @@ def _fit_benchmark_link(
         penalty[x.shape[1] - n_answers :] = ridge
         return x, penalty
 
+    # the package regression leaves out gross outliers of its smooth terms; the baselines
+    # (naive, irt, blend) stay plain least squares
+    x, penalty = designs["package"]
+    smooth = x.shape[1] - n_answers
+    inlier = ~gross_outliers((x[:, :smooth], penalty[:smooth]), target)
+    everyone = np.ones(len(target), dtype=bool)
+
+    def rows_of(kind: str, rows: np.ndarray) -> np.ndarray:
+        return rows & inlier if kind in FORMS else rows
+
     predicted = {key: np.zeros(len(target)) for key in candidates}
     for fold in range(folds):
-        train, test = fold_of != fold, fold_of == fold
+        test = fold_of == fold
         for kind, ridge in candidates:
             x, penalty = design_of(kind, ridge)
+            train = rows_of(kind, fold_of != fold)
             design = (x[train], penalty)
             if kind == "index":
                 predicted[kind, ridge][test] = _index_predict(x[test], _fit_index(design, target[train]))
             else:
                 predicted[kind, ridge][test] = x[test] @ _ridge(design, target[train])
-    oof_mse = {key: float(np.mean((target - value) ** 2)) for key, value in predicted.items()}
+    oof_mse = {
+        key: float(np.mean((target - value)[rows_of(key[0], everyone)] ** 2))
+        for key, value in predicted.items()
+    }
     form, item_ridge = min(((name, r) for name in FORMS for r in ridges[name]), key=oof_mse.__getitem__)
     out_of_fold = {"naive": predicted["naive", 0.0], "irt": predicted["irt", 0.0]}
     out_of_fold["package"] = predicted[form, item_ridge]
     coefficients = {kind: _ridge(design_of(kind, item_ridge), target) for kind in ("naive", "irt")}
-    coefficients["package"] = _ridge(design_of("additive", item_ridge), target)
-    index = _fit_index(design_of("index", item_ridge), target) if form == "index" else {}
+    x, penalty = design_of("additive", item_ridge)
+    coefficients["package"] = _ridge((x[inlier], penalty), target[inlier])
+    x, penalty = design_of("index", item_ridge)
+    index = _fit_index((x[inlier], penalty), target[inlier]) if form == "index" else {}
     # the blend weight on the calibrated kept-item mean, chosen on out-of-fold predictions
     a, b = out_of_fold["naive"], out_of_fold["irt"]
     denominator = float(np.sum((a - b) ** 2))
@@ -531,7 +583,12 @@ def _fit_benchmark_link(
             f"out_of_fold_rmse_{name}": float(np.sqrt(min(oof_mse[name, r] for r in ridges[name])))
             for name in FORMS
         }
-        | {"n_llms": float(len(target)), "item_ridge": item_ridge, "neighbour_count": float(count)}
+        | {
+            "n_llms": float(len(target)),
+            "outliers_left_out": float(np.sum(~inlier)),
+            "item_ridge": item_ridge,
+            "neighbour_count": float(count),
+        }
         | dict(zip(("neighbour_length", "neighbour_noise"), kernel or (), strict=False)),
         package_form=form,
         index=index,
