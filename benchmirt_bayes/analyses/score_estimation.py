@@ -85,6 +85,7 @@ OUTLIER_CUT = 8.0
 smooth terms are left out of the ``package`` regression (their errors still go to the
 kriging): see :func:`gross_outliers`."""
 HUBER_TUNING = 1.345
+"""Huber's constant in robust SDs (95 % efficiency when the residuals are normal)."""
 LINK_ATTR = "benchmirt_score_link"
 
 
@@ -316,7 +317,24 @@ def gross_outliers(
     LLM gets. Least squares would give such an item the weight of that whole cluster's
     excess, and an ordinary LLM that happens to get it right would inherit it. A Huber fit
     (iteratively reweighted ridge) does not bend towards such rows, so its residuals find
-    them; ``cut`` is in SDs estimated from the residuals' median absolute deviation.
+    them.
+
+    Parameters
+    ----------
+    design
+        The regression design and its per-column ridge penalty, as :func:`_design` returns.
+    target
+        The training LLMs' full scores.
+    cut
+        The threshold, in SDs estimated from the residuals' median absolute deviation.
+    iterations
+        Reweighting steps of the Huber fit.
+
+    Returns
+    -------
+    numpy.ndarray
+        One boolean per row, true for a gross outlier.
+
     """
     weights = np.ones(len(target))
     for _ in range(iterations):
