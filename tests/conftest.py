@@ -3,16 +3,34 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import xarray as xr
+from filelock import FileLock
 
-from benchmirt_bayes import ResponseMatrix, fit_posterior, simulate_benchmirt
+from benchmirt_bayes import ResponseMatrix, fit_posterior, load_posterior, save_posterior, simulate_benchmirt
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("BENCHMIRT_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup`` a module's tests share one worker, except the notebooks.
+
+    A module's tests stay together so that its module-scoped fits are made once; each
+    notebook is a group of its own, so the notebooks spread over the workers.
+    """
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        item.add_marker(
+            pytest.mark.xdist_group(item.nodeid if module.endswith("test_notebooks.py") else module)
+        )
 
 
 def shared_path(*parts: str) -> Path:
@@ -38,29 +56,56 @@ def tiny_sim():
     return simulate_benchmirt(scale=0.002, n_llms=40, seed=3)
 
 
-@pytest.fixture(scope="session")
-def advi_fit(small_sim):
-    return fit_posterior(
-        small_sim.responses, 2, method="advi", random_seed=5, progressbar=False, advi={"draws": 200}
-    )
+def shared_fit(name: str, make: Callable[[], xr.DataTree], tmp_path_factory, worker_id: str) -> xr.DataTree:
+    """A fit made once per test run and shared by every pytest-xdist worker.
+
+    The first worker to ask makes it and saves it (a lossless, checksummed netCDF) under the
+    run's common temporary folder, behind a file lock; the others load it (the recipe of
+    pytest-xdist's documentation). Without xdist the fit is made in process.
+    """
+    if worker_id == "master":
+        return make()
+    folder = tmp_path_factory.getbasetemp().parent
+    path = folder / f"shared_{name}.nc"
+    with FileLock(str(path) + ".lock"):
+        if not path.is_file():
+            save_posterior(make(), path)
+    return load_posterior(path)
 
 
 @pytest.fixture(scope="session")
-def map_fit(tiny_sim):
-    return fit_posterior(tiny_sim.responses, 2, method="map", random_seed=2, progressbar=False)
+def advi_fit(small_sim, tmp_path_factory, worker_id):
+    def make():
+        return fit_posterior(
+            small_sim.responses, 2, method="advi", random_seed=5, progressbar=False, advi={"draws": 200}
+        )
+
+    return shared_fit("advi_fit", make, tmp_path_factory, worker_id)
 
 
 @pytest.fixture(scope="session")
-def nuts_fit(tiny_sim):
+def map_fit(tiny_sim, tmp_path_factory, worker_id):
+    def make():
+        return fit_posterior(tiny_sim.responses, 2, method="map", random_seed=2, progressbar=False)
+
+    return shared_fit("map_fit", make, tmp_path_factory, worker_id)
+
+
+@pytest.fixture(scope="session")
+def nuts_fit(tiny_sim, tmp_path_factory, worker_id):
     """A small real NUTS fit (2 chains) shared by structural tests."""
-    return fit_posterior(
-        tiny_sim.responses,
-        2,
-        method="nuts",
-        random_seed=4,
-        progressbar=False,
-        nuts={"draws": 150, "tune": 150, "chains": 2},
-    )
+
+    def make():
+        return fit_posterior(
+            tiny_sim.responses,
+            2,
+            method="nuts",
+            random_seed=4,
+            progressbar=False,
+            nuts={"draws": 150, "tune": 150, "chains": 2},
+        )
+
+    return shared_fit("nuts_fit", make, tmp_path_factory, worker_id)
 
 
 def correlation(a: np.ndarray, b: np.ndarray) -> float:

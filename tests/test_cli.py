@@ -28,6 +28,7 @@ def test_no_command_prints_help(capsys):
     assert "usage: benchmirt" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_simulate_info_fit_report(tmp_path, capsys):
     data = tmp_path / "sim.nc"
     assert main(["simulate", "--scale", "0.003", "--llms", "30", "--out", str(data)]) == 0

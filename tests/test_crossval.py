@@ -47,6 +47,7 @@ def test_baselines_are_smoothed_group_means():
     assert bench[1, 0] == pytest.approx((1 + 0.5) / (2 + 1))
 
 
+@pytest.mark.slow
 def test_cross_validation_table_and_mirt_beats_the_benchmark_mean(small_sim):
     cv = cross_validate(
         small_sim.responses,

@@ -192,6 +192,7 @@ def test_settings_round_trip():
     assert FitSettings.from_json(json.dumps(json.loads(settings.to_json()))) == settings
 
 
+@pytest.mark.slow
 def test_restarts_give_identical_numbers_on_any_executor(tiny_sim):
     from concurrent.futures import ThreadPoolExecutor
 
@@ -231,6 +232,7 @@ def test_advi_start_is_the_advi_mean_of_every_free_variable(tiny_sim):
     np.testing.assert_allclose(spread, start["benchmark_loading_spread"])
 
 
+@pytest.mark.slow
 def test_nuts_from_advi_with_capped_trees(tiny_sim):
     fit = fit_posterior(
         tiny_sim.responses,
@@ -253,6 +255,7 @@ def test_nuts_from_advi_with_capped_trees(tiny_sim):
     assert settings.nuts.init == "advi" and settings.nuts.max_treedepth == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["nutpie", "pymc"])
 def test_thinned_nuts_keeps_every_thin_th_iteration_of_the_same_chain(tiny_sim, sampler):
     nuts = {"sampler": sampler, "chains": 2, "tune": 30, "max_treedepth": 3}
@@ -268,3 +271,20 @@ def test_thinned_nuts_keeps_every_thin_th_iteration_of_the_same_chain(tiny_sim, 
     np.testing.assert_array_equal(thinned["sample_stats"]["n_steps"], steps[:, 0::2] + steps[:, 1::2])
     settings, _, _ = fit_settings_from_attrs(thinned)
     assert settings.nuts.thin == 2 and settings.draws == 20
+
+
+def test_auto_intercepts_are_resolved_for_nuts_per_benchmark_and_centred_for_optimisers(tiny_sim):
+    from benchmirt_bayes.inference.fit import resolve_settings
+
+    nuts = resolve_settings(tiny_sim.responses, 2, method="nuts")
+    assert nuts.spec.intercept.noncentered == "auto"  # resolved per benchmark by build_model
+    for method in ("advi", "map"):
+        settings = resolve_settings(tiny_sim.responses, 2, method=method)
+        assert settings.spec.intercept.noncentered is False and settings.spec.name == "exploratory"
+        assert "NUTS only" in dict(settings.automatic)["intercept.noncentered"]
+    explicit = resolve_settings(
+        tiny_sim.responses, 2, method="advi", spec={"intercept": {"noncentered": True}}
+    )
+    assert explicit.spec.intercept.noncentered is True and "intercept.noncentered" not in dict(
+        explicit.automatic
+    )

@@ -150,3 +150,43 @@ def test_zero_sum_loadings_average_to_their_benchmark_mean(tiny_sim, spec):
     free = build_model(tiny_sim.responses, 2, spec={"loading": {"zero_sum": False}})
     loading, mean = pm.draw([free["loading"], free["benchmark_loading_mean"]], random_seed=1)
     assert np.abs(loading[codes == 0].mean(axis=0) - mean[0]).max() > 1e-3
+
+
+def test_auto_intercepts_are_centred_in_large_benchmarks_and_the_same_model(tiny_sim):
+    """'auto' centres the intercepts of benchmarks with ≥ 20 items only; the model is unchanged.
+
+    With the intercepts fixed, the non-centred z-scores are a change of variables: the log
+    density differs from the centred model's by the log Jacobian ``Σ log spread_b`` over the
+    non-centred items, and by nothing else.
+    """
+    from benchmirt_bayes.model.spec import CENTRED_INTERCEPT_ITEMS, noncentred_benchmarks
+
+    responses = tiny_sim.responses
+    counts = responses.summary()["items"]
+    assert (counts >= CENTRED_INTERCEPT_ITEMS).any() and (counts < CENTRED_INTERCEPT_ITEMS).any()
+    np.testing.assert_array_equal(noncentred_benchmarks("auto", [5, 20, 40]), [True, False, False])
+    np.testing.assert_array_equal(noncentred_benchmarks(False, [5, 20]), [False, False])
+    auto = build_model(responses, 2)
+    centred = build_model(responses, 2, spec={"intercept": {"noncentered": False}})
+    small = auto.benchmirt_noncentred_items
+    large_benchmarks = set(counts.index[counts >= CENTRED_INTERCEPT_ITEMS])
+    np.testing.assert_array_equal(~small, np.isin(responses.benchmarks, list(large_benchmarks)))
+    assert {"intercept_centred", "intercept_z"} <= {v.name for v in auto.free_RVs}
+    assert "intercept" not in {v.name for v in auto.free_RVs} and "intercept" in auto.named_vars
+
+    rng = np.random.default_rng(3)
+    auto_point = auto.initial_point(random_seed=2)
+    auto_point = {k: v + rng.normal(0, 0.2, size=np.shape(v)) for k, v in auto_point.items()}
+    (graph,) = auto.replace_rvs_by_values([auto["intercept"]])
+    values = pytensor.function(auto.value_vars, graph, on_unused_input="ignore")
+    intercept = values(*[auto_point[v.name] for v in auto.value_vars])
+    point = {k: v for k, v in auto_point.items() if k not in ("intercept_centred", "intercept_z")}
+    point["intercept"] = intercept
+    spread_name = next(k for k in point if k.startswith("benchmark_intercept_spread"))
+    spread = np.exp(point[spread_name])  # the value variable of a HalfNormal is its log
+    codes = np.array([list(auto.coords["benchmark"]).index(b) for b in responses.benchmarks])
+    np.testing.assert_array_equal(intercept[~small], auto_point["intercept_centred"])
+    jacobian = np.sum(np.log(spread[codes][small]))
+    assert auto.compile_logp()(auto_point) == pytest.approx(
+        centred.compile_logp()(point) + jacobian, rel=1e-9
+    )

@@ -260,6 +260,7 @@ def test_mixed_simulation_declares_types_and_truth(mixed_sim):
     assert "response_type" not in plain.responses.data.coords
 
 
+@pytest.mark.slow
 def test_model_terms_equal_the_layout_log_likelihood(mixed_sim):
     from pymc.initial_point import make_initial_point_fn
 
@@ -368,6 +369,7 @@ def mixed_fit(mixed_sim):
     )
 
 
+@pytest.mark.slow
 def test_every_analysis_runs_on_a_mixed_fit(mixed_fit, mixed_sim, tmp_path):
     from benchmirt_bayes import (
         adaptive_test,
@@ -411,6 +413,7 @@ def test_every_analysis_runs_on_a_mixed_fit(mixed_fit, mixed_sim, tmp_path):
     assert (tmp_path / "report" / "index.html").exists()
 
 
+@pytest.mark.slow
 def test_mixed_fit_round_trips_with_its_continuous_scores(mixed_fit, mixed_sim, tmp_path):
     from benchmirt_bayes import load_posterior, save_posterior
     from benchmirt_bayes.posterior import response_layout, responses_from_tree
@@ -422,6 +425,7 @@ def test_mixed_fit_round_trips_with_its_continuous_scores(mixed_fit, mixed_sim, 
     assert list(response_layout(back).types) == list(response_layout(mixed_fit).types)
 
 
+@pytest.mark.slow
 def test_a_bare_trace_is_binary_only_without_typed_parameters(mixed_fit):
     from benchmirt_bayes.posterior import response_layout
 
@@ -449,6 +453,7 @@ def test_ranked_probability_score_and_crps_against_direct_formulas():
     assert crps_from_samples(samples, np.zeros(1))[0] == pytest.approx(expected, abs=0.01)
 
 
+@pytest.mark.slow
 def test_cross_validation_scores_every_type(mixed_sim):
     from benchmirt_bayes import cross_validate
 

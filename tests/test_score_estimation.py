@@ -29,6 +29,7 @@ from benchmirt_bayes.analyses.score_estimation import (
     grid_ability_posterior,
     gross_outliers,
     natural_spline_basis,
+    sampled_ability_posterior,
 )
 from benchmirt_bayes.analyses.score_neighbours import (
     Kernel,
@@ -206,6 +207,7 @@ def test_single_index_form_follows_a_curved_link_that_the_additive_form_cannot()
     assert np.corrcoef(index["weights"][1:], weights)[0, 1] > 0.95  # the items' relative weights
 
 
+@pytest.mark.slow
 def test_stepwise_items_predict_held_out_full_scores_better_than_random_items(setting):
     _, reduced, full, train, test, fit = setting
     stepwise = list(select_for_scores(fit, full.loc[train], n_items=6))
@@ -455,3 +457,107 @@ def test_a_cluster_of_ceiling_scores_does_not_lend_a_kept_item_its_weight():
         {key: value[ordinary] for key, value in features.items()}, link, "package"
     )
     assert np.abs(jump).max() < 3.0  # least squares on every row gives this item +37 points
+
+
+def test_sampled_ability_posterior_agrees_with_the_grid_in_two_dimensions(setting):
+    _, reduced, _, train, _, fit = setting
+    draws = ItemDraws.from_posterior(fit, 10)
+    outcomes = reduced.data.sel(llm=list(train[:40]), item=list(draws.items)).values
+    outcomes[:20, ::2] = np.nan  # fewer answers: wider posteriors
+    grid = grid_ability_posterior(draws, outcomes)
+    sampled = sampled_ability_posterior(draws, outcomes, seed=1)
+    assert sampled.points.shape[:2] == sampled.weights.shape and not sampled.shared
+    np.testing.assert_allclose(sampled.weights.sum(axis=1), 1)
+    assert np.abs(sampled.mean - grid.mean).max() < 0.2
+    for k in range(2):
+        assert np.corrcoef(sampled.mean[:, k], grid.mean[:, k])[0, 1] > 0.98
+    assert 0.75 < np.median(sampled.sd / grid.sd) < 1.3
+    assert np.abs(sampled.expected - grid.expected).mean() < 0.02
+    # the IRT interval of a sampled posterior is an interval of the same quantity
+    answers = pd.DataFrame(outcomes, index=[f"u{u}" for u in range(40)], columns=draws.items)
+    on_grid = estimate_scores(fit, answers, n_draws=10)
+    from benchmirt_bayes.analyses import score_estimation
+
+    sampler = score_estimation.sampled_ability_posterior
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(score_estimation, "ability_posterior", lambda d, o, seed: sampler(d, o, seed=seed))
+        by_samples = estimate_scores(fit, answers, n_draws=10)
+    assert np.abs(by_samples["estimate"] - on_grid["estimate"]).max() < 0.03
+    width = on_grid["upper"] - on_grid["lower"]
+    assert 0.7 < np.median((by_samples["upper"] - by_samples["lower"]) / width) < 1.3
+
+
+def test_a_link_says_which_benchmarks_have_too_few_known_scores_and_keeps_one_unit(setting):
+    _, reduced, full, train, test, fit = setting
+    kept = list(reduced.items[::4])
+    few = reduced.benchmark_names[0]
+    scores = full.loc[train].copy()
+    scores.loc[scores.index[10:], few] = np.nan  # 10 known scores: too few for 5 folds
+    with pytest.warns(UserWarning, match=rf"{few}: 10 training LLMs have a known full score; .* at least 25"):
+        link = fit_score_link(fit, scores, items=kept, n_draws=5)
+    with_kept = set(reduced.data["benchmark"].to_series().loc[kept])
+    assert few not in link.benchmarks and set(link.benchmarks) == with_kept - {few}
+    assert link.score_max == 100
+    answers = reduced.data.sel(llm=list(test[:5]), item=kept).to_pandas()
+    table = estimate_scores(fit, answers, link=link, n_draws=5)
+    assert (table["score_max"] == 100).all()
+    unlinked = table[table["benchmark"] == few]
+    assert set(unlinked["estimator"]) == {"irt_fitted_items"}
+    assert unlinked["estimate"].between(1, 100).all()  # percent, as every other row
+    plain = estimate_scores(fit, answers, n_draws=5)
+    np.testing.assert_allclose(
+        unlinked["estimate"].to_numpy(), 100 * plain.loc[plain["benchmark"] == few, "estimate"].to_numpy()
+    )
+    assert (plain["score_max"] == 1).all()
+    fractions = fit_score_link(fit, full.loc[train] / 100, items=kept, n_draws=5)
+    assert fractions.score_max == 1
+    assert ScoreLink.from_json(fractions.to_json()).score_max == 1
+    with pytest.raises(ValueError, match="no benchmark gets a link"):
+        fit_score_link(fit, full.loc[train[:20]], items=kept, n_draws=5)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda s: s.rename(columns={s.columns[0]: "renamed"}), "no benchmark of the fit has full scores"),
+        (lambda s: s.assign(**{s.columns[0]: np.inf}), "must be finite numbers"),
+        (lambda s: s.astype(object).assign(**{s.columns[1]: "ten"}), "must be finite numbers"),
+        (lambda s: s.set_axis([f"other_{i}" for i in range(len(s))]), "none of the 300 LLMs"),
+    ],
+)
+def test_full_scores_that_cannot_be_used_are_refused_by_name(setting, change, message):
+    _, reduced, full, train, _, fit = setting
+    with pytest.raises(ValueError, match=message):
+        fit_score_link(fit, change(full.loc[train]), items=list(reduced.items[::4]), n_draws=5)
+
+
+@pytest.mark.realdata
+@pytest.mark.slow
+def test_the_score_link_works_on_a_three_dimension_fit_of_the_real_leaderboard():
+    from benchmirt_bayes import load_open_llm_leaderboard
+    from benchmirt_bayes.data.real_data import load_open_llm_leaderboard_reference
+
+    from .conftest import shared_path
+
+    path = shared_path("open_llm_leaderboard_v1")
+    board = load_open_llm_leaderboard(path)
+    llms = np.random.default_rng(0).choice(board.llms, 360, replace=False)
+    train, test = list(llms[:300]), list(llms[300:])
+    fit = fit_posterior(
+        board.subset(llms=train), 3, method="advi", random_seed=1, progressbar=False, advi={"draws": 100}
+    )
+    full = pd.DataFrame(
+        {b: load_open_llm_leaderboard_reference(path, b)["full_score"] for b in board.benchmark_names}
+    )
+    kept = list(select_items(fit, n_items=50, method="random", seed=0))
+    link = fit_score_link(fit, full, items=kept, n_draws=10)
+    assert set(link.benchmarks) == set(board.benchmark_names)
+    assert all(len(bench.knots) == 3 for bench in link.benchmarks.values())  # a spline per dimension
+    answers = board.data.sel(llm=test, item=kept).to_pandas()
+    table = estimate_scores(fit, answers, link=link, n_draws=10, estimator=["package", "naive"])
+    truth = np.array([full.loc[u, b] for u, b in zip(table["llm"], table["benchmark"], strict=True)])
+    table["error"] = table["estimate"] - truth
+    table["covered"] = (table["lower"] <= truth) & (truth <= table["upper"])
+    rmse = table.groupby("estimator")["error"].apply(lambda e: float(np.sqrt(np.mean(e**2))))
+    assert rmse["package"] < rmse["naive"]
+    assert 0.8 <= table.loc[table["estimator"] == "package", "covered"].mean() <= 0.97

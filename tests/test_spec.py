@@ -46,6 +46,7 @@ def test_load_from_path(tmp_path):
         ({"ability": {"correlation": "lkj"}}, "needs a \\[confirmatory\\] pattern"),
         ({"identification": {"anchors": "sometimes"}}, "identification.anchors"),
         ({"loading": {"noncentered": False, "zero_sum": True}}, "zero_sum = true needs"),
+        ({"intercept": {"noncentered": "sometimes"}}, "intercept.noncentered must be true, false or 'auto'"),
     ],
 )
 def test_invalid_specs_are_explained(overrides, message):

@@ -27,6 +27,7 @@ def test_well_specified_nuts_fit_is_stable(stable_nuts):
     assert "stable" in report._repr_html_()
 
 
+@pytest.mark.slow
 def test_too_many_dimensions_is_unstable():
     """4 dimensions for 15 LLMs with a 2-dimension truth: the extra dimensions do not come back."""
     data = simulate_benchmirt(scale=0.004, n_llms=15, seed=5).responses

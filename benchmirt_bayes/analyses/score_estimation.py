@@ -5,9 +5,9 @@ what is its score on the *whole* benchmark (every item, including items the pack
 saw), and how sure are we? Three steps:
 
 1. **Abilities from the subset.** Each LLM's ability posterior given its answers on the
-   kept items, on a grid over the (one- or two-dimensional) ability space, averaged over
-   posterior draws of the items (item uncertainty integrated):
-   :func:`grid_ability_posterior`.
+   kept items, averaged over posterior draws of the items (item uncertainty integrated):
+   on a grid over the ability space for one or two dimensions, as Laplace-SIR samples for
+   more (:func:`ability_posterior`).
 2. **A link to the full score, learned from LLMs whose full scores are known**
    (:func:`fit_score_link`). The fitted items are rarely the whole benchmark (metabench's
    reduced sets keep 2–10 % of the items, chosen to be informative), so the full score is
@@ -45,6 +45,7 @@ with posterior intervals.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -64,13 +65,15 @@ from benchmirt_bayes.analyses.score_neighbours import (
     nearest,
 )
 from benchmirt_bayes.analyses.score_selection import known_scores, score_frame
-from benchmirt_bayes.analyses.scoring import ItemDraws
+from benchmirt_bayes.analyses.scoring import ItemDraws, ability_samples, probabilities_for_samples
 from benchmirt_bayes.model.response_models import BINARY, linear_predictor
 from benchmirt_bayes.posterior import responses_from_tree
 
 GRID_POINTS = {1: 81, 2: 31}
 """Grid points per dimension of :func:`grid_ability_posterior`."""
 GRID_LIMIT = 4.0
+SAMPLES_PER_DRAW = 8
+"""Ability samples per item draw of :func:`sampled_ability_posterior` (three or more dimensions)."""
 SPLINE_KNOTS = 5
 INDEX_KNOTS = 7
 INDEX_ITERATIONS = 10
@@ -89,15 +92,16 @@ HUBER_TUNING = 1.345
 LINK_ATTR = "benchmirt_score_link"
 
 
-# ------------------------------------------------------------ abilities on a grid
+# ------------------------------------------------------------ ability posteriors
 @dataclass(frozen=True)
-class GridPosterior:
-    """Ability posteriors of many LLMs on a shared grid.
+class AbilityPosterior:
+    """Ability posteriors of many LLMs as weighted points.
 
     Attributes
     ----------
-    grid
-        ``(point, dimension)`` grid of abilities.
+    points
+        ``(point, dimension)`` abilities shared by every unit (a grid), or
+        ``(unit, point, dimension)`` abilities of each unit (posterior samples).
     weights
         ``(unit, point)`` posterior probabilities (rows sum to one), averaged over item draws.
     expected
@@ -105,33 +109,49 @@ class GridPosterior:
 
     """
 
-    grid: np.ndarray
+    points: np.ndarray
     weights: np.ndarray
     expected: np.ndarray
 
     @property
+    def shared(self) -> bool:
+        """Whether every unit has the same points (a grid)."""
+        return self.points.ndim == 2
+
+    def average(self, values: np.ndarray) -> np.ndarray:
+        """Posterior mean of per-point ``values``: ``(point, …)`` if shared, else ``(unit, point, …)``."""
+        if self.shared:
+            return np.tensordot(self.weights, values, axes=(1, 0))
+        return np.einsum("up,up...->u...", self.weights, values)
+
+    @property
     def mean(self) -> np.ndarray:
         """``(unit, dimension)`` posterior means."""
-        return self.weights @ self.grid
+        return self.average(self.points)
 
     @property
     def sd(self) -> np.ndarray:
         """``(unit, dimension)`` posterior SDs."""
-        second = self.weights @ self.grid**2
+        second = self.average(self.points**2)
         return np.sqrt(np.maximum(second - self.mean**2, 0.0))
 
 
-def grid_ability_posterior(item_draws: ItemDraws, outcomes: np.ndarray, *, chunk: int = 256) -> GridPosterior:
-    """Ability posteriors of the rows of ``outcomes (unit, item)`` (NaN = not answered).
+def grid_ability_posterior(
+    item_draws: ItemDraws, outcomes: np.ndarray, *, chunk: int = 256
+) -> AbilityPosterior:
+    """Ability posteriors of the rows of ``outcomes (unit, item)`` on a grid (NaN = not answered).
 
     ``outcomes`` is in ``item_draws.items`` order. The prior is ``N(0, I)`` (the fitted LLMs'
     abilities are whitened in the sample); each item draw gives a posterior on the grid and
     the draws' posteriors are averaged, so item uncertainty widens the result. Works for one
-    or two dimensions and for every response type.
+    or two dimensions (:data:`GRID_POINTS`) and for every response type; for more,
+    :func:`ability_posterior` samples instead.
     """
     k = item_draws.loading.shape[-1]
     if k not in GRID_POINTS:
-        raise ValueError(f"grid posteriors are for 1 or 2 dimensions; the fit has {k}")
+        raise ValueError(
+            f"grid posteriors are for 1 or 2 dimensions; the fit has {k} (use ability_posterior)"
+        )
     axis = np.linspace(-GRID_LIMIT, GRID_LIMIT, GRID_POINTS[k])
     grid = np.stack(np.meshgrid(*[axis] * k, indexing="ij"), axis=-1).reshape(-1, k)
     log_prior = -0.5 * (grid**2).sum(axis=1)
@@ -166,7 +186,51 @@ def grid_ability_posterior(item_draws: ItemDraws, outcomes: np.ndarray, *, chunk
         post /= post.sum(axis=1, keepdims=True)
         weights += post / n_draws
         expected += post @ score / n_draws
-    return GridPosterior(grid, weights, expected)
+    return AbilityPosterior(grid, weights, expected)
+
+
+def sampled_ability_posterior(
+    item_draws: ItemDraws,
+    outcomes: np.ndarray,
+    *,
+    samples_per_draw: int = SAMPLES_PER_DRAW,
+    seed: int = 0,
+    chunk: int = 256,
+) -> AbilityPosterior:
+    """Ability posteriors of the rows of ``outcomes (unit, item)`` as samples, in any dimension.
+
+    The samples are those of :func:`~benchmirt_bayes.analyses.scoring.ability_samples`
+    (per item draw, a Laplace approximation refined by sampling-importance-resampling), so
+    item uncertainty is integrated as on the grid; each unit gets its own equally weighted
+    points.
+    """
+    outcomes = np.atleast_2d(np.asarray(outcomes, dtype=float))
+    samples = ability_samples(item_draws, outcomes, samples_per_draw=samples_per_draw, seed=seed)
+    n_units, n_points = samples.shape[:2]
+    everything = np.arange(len(item_draws.items))
+    expected = (
+        np.concatenate(
+            [
+                probabilities_for_samples(item_draws, samples[start : start + chunk], everything).mean(axis=1)
+                for start in range(0, n_units, chunk)
+            ]
+        )
+        if n_units
+        else np.zeros((0, len(everything)))
+    )
+    weights = np.full((n_units, n_points), 1.0 / n_points)
+    return AbilityPosterior(samples, weights, expected)
+
+
+def ability_posterior(item_draws: ItemDraws, outcomes: np.ndarray, *, seed: int = 0) -> AbilityPosterior:
+    """Ability posteriors of the rows of ``outcomes``: on a grid up to two dimensions, sampled above.
+
+    The one scorer of :func:`fit_score_link` and :func:`estimate_scores`, so training LLMs
+    and new LLMs are scored alike. ``seed`` drives the sampling (the grid is deterministic).
+    """
+    if item_draws.loading.shape[-1] in GRID_POINTS:
+        return grid_ability_posterior(item_draws, outcomes)
+    return sampled_ability_posterior(item_draws, outcomes, seed=seed)
 
 
 # ------------------------------------------------------------------ the link
@@ -225,11 +289,16 @@ class ScoreLink:
 
     benchmarks: dict[str, BenchmarkLink]
     reference: dict = field(default_factory=dict)
+    score_max: float | None = None
+    """The highest possible full score (1 or 100), the unit of the link's estimates (unknown
+    in links stored before it was recorded)."""
 
     def to_json(self) -> str:
         """Plain JSON (stored in attrs)."""
         links = {b: asdict(link) for b, link in self.benchmarks.items()}
-        return json.dumps({"format": 4, "benchmarks": links, "reference": self.reference})
+        return json.dumps(
+            {"format": 4, "benchmarks": links, "reference": self.reference, "score_max": self.score_max}
+        )
 
     @classmethod
     def from_json(cls, text: str) -> ScoreLink:
@@ -245,11 +314,11 @@ class ScoreLink:
         links = {b: BenchmarkLink(**link) for b, link in raw["benchmarks"].items()}
         if raw["format"] == 2 and any(link.neighbour_count for link in links.values()):
             raise ValueError("this link averages neighbours (format 2); refit it with fit_score_link")
-        return cls(links, raw.get("reference", {}))
+        return cls(links, raw.get("reference", {}), raw.get("score_max"))
 
 
 def _features(
-    grid: GridPosterior, columns: np.ndarray, outcomes: np.ndarray, scale: np.ndarray, kept: np.ndarray
+    grid: AbilityPosterior, columns: np.ndarray, outcomes: np.ndarray, scale: np.ndarray, kept: np.ndarray
 ) -> dict:
     """Per-unit features of one benchmark.
 
@@ -428,6 +497,7 @@ def fit_score_link(
     folds: int = 5,
     n_draws: int = 20,
     seed: int = 0,
+    score_max: float | None = None,
 ) -> ScoreLink:
     """Learn, per benchmark, the map from a subset's features to the full-benchmark score.
 
@@ -436,9 +506,9 @@ def fit_score_link(
     posterior
         A fit (its items, with uncertainty, score the subsets).
     full_scores
-        The known full-benchmark scores (any scale, e.g. percent): a DataFrame indexed by
-        LLM with one column per benchmark, or a mapping benchmark → Series. Benchmarks
-        without scores get no link.
+        The known full-benchmark scores (percent or fractions): a DataFrame indexed by LLM
+        with one column per benchmark of the fit, or a mapping benchmark → Series. LLMs that
+        are not training LLMs are ignored; benchmarks without scores get no link.
     items
         The kept items the new LLMs will answer (default: every fitted item).
     responses
@@ -450,22 +520,48 @@ def fit_score_link(
         blend weight.
     n_draws, seed
         Posterior draws of the items used to score subsets, and the seed that picks them.
+    score_max
+        The highest possible full score, the unit of every estimate
+        :func:`estimate_scores` gives with this link (also of the IRT expectation of a
+        benchmark without a link): default 100 (percent) when any known score exceeds 1,
+        else 1.
 
     Returns
     -------
     ScoreLink
 
+    Raises
+    ------
+    ValueError
+        A score column that is not a benchmark of the fit, a score that is not a finite
+        number, no training LLM with a known score, or no benchmark with enough of them
+        (:func:`min_llms_for_link`) and a kept item.
+
+    Warns
+    -----
+    UserWarning
+        Benchmarks with kept items that get no link, with how many training LLMs have a
+        known full score.
+
     """
     if not 0 < coverage < 1:
         raise ValueError(f"coverage must be in (0, 1), got {coverage!r}")
-    scores = score_frame(full_scores)
-    responses = responses if responses is not None else responses_from_tree(posterior)
+    fitted = responses_from_tree(posterior)
+    scores = score_frame(full_scores, fitted.benchmark_names)
+    responses = responses if responses is not None else fitted
+    llms = responses.llms.astype(str)
+    if not scores.index.isin(llms).any():
+        raise ValueError(
+            f"none of the {len(scores)} LLMs with full scores is among the {len(llms)} training LLMs "
+            f"(scores for e.g. {list(scores.index[:3])}; LLMs e.g. {list(llms[:3])})"
+        )
+    if score_max is None:
+        score_max = 100.0 if float(np.nanmax(np.abs(scores.to_numpy()))) > 1 else 1.0
     item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
     kept = list(item_draws.items) if items is None else [str(i) for i in items]
     outcomes = _outcome_matrix(item_draws, responses, kept)
-    benchmarks = responses_from_tree(posterior).data["benchmark"].to_series().astype(str)
+    benchmarks = fitted.data["benchmark"].to_series().astype(str)
     bench_of_item = benchmarks.loc[list(item_draws.items)].to_numpy()
-    llms = responses.llms.astype(str)
     rng = np.random.default_rng(seed)
     scale = item_draws.layout.score_scale
     # every kept item's answers, also those of other benchmarks: in a joint fit they tell
@@ -473,16 +569,23 @@ def fit_score_link(
     kept_columns = item_draws.columns(np.asarray(kept, dtype=str))
     reference = outcomes[:, kept_columns] / scale[kept_columns]
     links = {}
+    unlinked = {}  # benchmark → why it gets no link (said in a warning)
+    without_items = []  # benchmarks none of the kept items is from: no link, as asked
     neighbours_of = {}  # benchmarks with the same known LLMs (a joint fit) share one search
     for name in scores.columns:
-        if name not in set(bench_of_item):
-            continue
         target, rows = known_scores(scores, name, llms)
         columns = np.flatnonzero(bench_of_item == name)
         kept_here = [i for i in kept if benchmarks.get(i) == name]
-        if len(rows) < 5 * folds or not kept_here:
+        if len(rows) < min_llms_for_link(folds):
+            unlinked[name] = (
+                f"{len(rows)} training LLMs have a known full score; "
+                f"a link needs at least {min_llms_for_link(folds)} ({folds} folds × 5)"
+            )
             continue
-        grid = grid_ability_posterior(item_draws, outcomes[rows])
+        if not kept_here:
+            without_items.append(name)
+            continue
+        grid = ability_posterior(item_draws, outcomes[rows], seed=seed)
         features = _features(grid, columns, outcomes[rows], scale, kept_columns)
         knots = [
             list(np.quantile(features["ability"][:, k], np.linspace(0.05, 0.95, SPLINE_KNOTS)))
@@ -497,8 +600,27 @@ def fit_score_link(
         if link.neighbour_count:
             link.neighbour_rows = list(map(int, rows))
         links[str(name)] = link
+    reasons = "; ".join(f"{name}: {why}" for name, why in unlinked.items())
+    if not links:
+        reasons += "; " * bool(reasons) + f"no kept item in {without_items}" * bool(without_items)
+        raise ValueError(
+            f"no benchmark gets a link to full scores ({reasons}); without a link, "
+            "estimate_scores gives the IRT expectation on the fitted items"
+        )
+    if unlinked:
+        warnings.warn(
+            f"{len(unlinked)} benchmark(s) get no link ({reasons}); estimate_scores gives their IRT "
+            f"expectation on the fitted items, scaled to {score_max:g}",
+            UserWarning,
+            stacklevel=2,
+        )
     uses_neighbours = any(link.neighbour_count for link in links.values())
-    return ScoreLink(links, encode_answers(reference) if uses_neighbours else {})
+    return ScoreLink(links, encode_answers(reference) if uses_neighbours else {}, score_max)
+
+
+def min_llms_for_link(folds: int) -> int:
+    """Fewest training LLMs with a known full score that a benchmark's link is fitted from."""
+    return 5 * folds
 
 
 def _fit_benchmark_link(
@@ -656,7 +778,9 @@ def estimate_scores(
     link
         The link to full scores (:func:`fit_score_link`). Without one (and none stored),
         the estimate is the model's expected mean score on all fitted items of each
-        benchmark, with a posterior interval of width ``interval``.
+        benchmark, with a posterior interval of width ``interval``, on ``[0, 1]``; a
+        benchmark the link has no link for gets the same, scaled to the link's
+        ``score_max``.
     estimator
         One of :data:`ESTIMATORS` (``"package"``: the default regression on all features),
         or several (one row per estimator each).
@@ -670,7 +794,9 @@ def estimate_scores(
     DataFrame
         One row per (LLM, benchmark): ``estimate``, ``lower``, ``upper``, ``irt_fitted_items``
         (expected mean score on the fitted items, ``[0, 1]``), ``kept_mean`` (plain mean on
-        the answered items, ``[0, 1]``), ``n_answered`` and ``estimator``.
+        the answered items, ``[0, 1]``), ``n_answered``, ``estimator`` and ``score_max``
+        (the highest possible score in the estimate's unit: 1 for fractions, 100 for
+        percent; the same on every row).
 
     """
     estimators = [estimator] if isinstance(estimator, str) else list(estimator)
@@ -687,12 +813,13 @@ def estimate_scores(
     outcomes = np.full((len(table), len(item_draws.items)), np.nan)
     outcomes[:, columns] = table.to_numpy(dtype=float)
     item_draws.check_responses(columns, outcomes[:, columns])
-    grid = grid_ability_posterior(item_draws, outcomes)
+    grid = ability_posterior(item_draws, outcomes, seed=seed)
     benchmarks = responses_from_tree(posterior).data["benchmark"].to_series().astype(str)
     bench_of_item = benchmarks.loc[list(item_draws.items)].to_numpy()
     scale = item_draws.layout.score_scale
     reference = decode_answers(link.reference) if link is not None and link.reference else None
     neighbours_of = {}  # benchmarks with the same kept items and known LLMs (a joint fit) share one search
+    unit = link.score_max if link is not None and link.score_max is not None else 1.0
     rows = []
     for name in pd.unique(bench_of_item):
         cols = np.flatnonzero(bench_of_item == name)
@@ -705,7 +832,8 @@ def estimate_scores(
         features = _features(grid, cols, outcomes, scale, kept)
         n_answered = (~np.isnan(outcomes[:, cols])).sum(axis=1)
         if bench_link is None:
-            results = {"irt_fitted_items": _irt_interval(grid, item_draws, cols, interval)}
+            irt = _irt_interval(grid, item_draws, cols, interval)
+            results = {"irt_fitted_items": tuple(unit * value for value in irt)}
         else:
             spread = _design(features, bench_link.knots, "irt")[0] @ np.asarray(bench_link.scale_coefficients)
             half = bench_link.quantile * np.maximum(spread, bench_link.spread_floor)
@@ -731,6 +859,7 @@ def estimate_scores(
                         "kept_mean": float(features["naive"][u]),
                         "n_answered": int(n_answered[u]),
                         "estimator": kind,
+                        "score_max": unit,
                     }
                 )
     return pd.DataFrame(rows)
@@ -776,19 +905,24 @@ def _link_estimate(features: dict, link: BenchmarkLink, estimator: str) -> np.nd
     return predict(estimator)
 
 
-def _irt_interval(grid: GridPosterior, item_draws: ItemDraws, cols: np.ndarray, interval: float):
+def _irt_interval(grid: AbilityPosterior, item_draws: ItemDraws, cols: np.ndarray, interval: float):
     """Posterior mean and interval of the mean expected score on ``cols`` (on ``[0, 1]``)."""
     tail = (1 - interval) / 2
     layout = item_draws.layout
-    n = item_draws.loading.shape[0]
-    per_point = np.zeros(grid.grid.shape[0])  # the mean expected score at each grid point
-    for s in range(n):
-        eta = linear_predictor(grid.grid, item_draws.loading[s][cols], item_draws.intercept[s][cols])
-        params = layout.take_parameters(layout.at_sample(item_draws.params, s), cols)
-        per_point += layout.take(cols).expected_score(eta, params, expand=0).mean(axis=1) / n
-    mean = grid.weights @ per_point
-    order = np.argsort(per_point)
-    cumulative = np.cumsum(grid.weights[:, order], axis=1)
-    lower = per_point[order][np.argmax(cumulative >= tail, axis=1)]
-    upper = per_point[order][np.argmax(cumulative >= 1 - tail, axis=1)]
+    if grid.shared:
+        n = item_draws.loading.shape[0]
+        per_point = np.zeros(grid.points.shape[0])  # the mean expected score at each grid point
+        for s in range(n):
+            eta = linear_predictor(grid.points, item_draws.loading[s][cols], item_draws.intercept[s][cols])
+            params = layout.take_parameters(layout.at_sample(item_draws.params, s), cols)
+            per_point += layout.take(cols).expected_score(eta, params, expand=0).mean(axis=1) / n
+        per_point = np.broadcast_to(per_point, grid.weights.shape)
+    else:  # each sample pairs with its own item draw
+        per_point = probabilities_for_samples(item_draws, grid.points, cols).mean(axis=-1)
+    mean = np.sum(grid.weights * per_point, axis=1)
+    order = np.argsort(per_point, axis=1)
+    ordered = np.take_along_axis(per_point, order, axis=1)
+    cumulative = np.cumsum(np.take_along_axis(grid.weights, order, axis=1), axis=1)
+    lower = np.take_along_axis(ordered, np.argmax(cumulative >= tail, axis=1)[:, None], axis=1)[:, 0]
+    upper = np.take_along_axis(ordered, np.argmax(cumulative >= 1 - tail, axis=1)[:, None], axis=1)[:, 0]
     return mean, lower, upper

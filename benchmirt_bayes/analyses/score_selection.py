@@ -15,7 +15,7 @@ then measured on others.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,9 +27,35 @@ MIN_LLMS = 20
 """Fewest LLMs with a known full score for a benchmark's selection."""
 
 
-def score_frame(full_scores: pd.DataFrame | Mapping[str, pd.Series]) -> pd.DataFrame:
-    """Known full scores as a DataFrame indexed by LLM with one column per benchmark."""
-    return pd.DataFrame(dict(full_scores)) if isinstance(full_scores, Mapping) else full_scores
+def score_frame(
+    full_scores: pd.DataFrame | Mapping[str, pd.Series], benchmarks: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Known full scores as a float DataFrame indexed by LLM (as text), one column per benchmark.
+
+    Missing scores are NaN. Raises ValueError for a column that is not one of ``benchmarks``
+    (when given), and for a score that is not a finite number, naming the LLM and benchmark.
+    """
+    frame = pd.DataFrame(dict(full_scores)) if isinstance(full_scores, Mapping) else full_scores.copy()
+    frame.index = frame.index.astype(str)
+    frame.columns = frame.columns.astype(str)
+    if benchmarks is not None:
+        unknown = [c for c in frame.columns if c not in set(map(str, benchmarks))]
+        if unknown:
+            raise ValueError(
+                f"no benchmark of the fit has full scores in the column(s) {unknown} "
+                f"(the fit's benchmarks: {sorted(map(str, benchmarks))})"
+            )
+    numbers = frame.apply(pd.to_numeric, errors="coerce").astype(float)
+    bad = (frame.notna() & numbers.isna()) | np.isinf(numbers)
+    if bad.to_numpy().any():
+        cells = [f"{llm!r} / {bench!r}: {frame.at[llm, bench]!r}" for llm, bench in _true_cells(bad)]
+        raise ValueError(f"full scores must be finite numbers; {len(cells)} are not: {', '.join(cells[:5])}")
+    return numbers
+
+
+def _true_cells(mask: pd.DataFrame) -> list[tuple[str, str]]:
+    stacked = mask.stack()
+    return list(stacked.index[stacked.to_numpy(dtype=bool)])
 
 
 def known_scores(scores: pd.DataFrame, benchmark: object, llms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -111,10 +137,10 @@ def select_for_scores(
         raise ValueError(f"n_items must be at least 1, got {n_items}")
     if fraction is not None and not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
-    scores = score_frame(full_scores)
     fitted = responses_from_tree(posterior)
     responses = responses if responses is not None else fitted
     benchmark_of = fitted.data["benchmark"].to_series().astype(str)
+    scores = score_frame(full_scores, fitted.benchmark_names)
     llms = responses.llms.astype(str)
     chosen: list[str] = []
     usable = []

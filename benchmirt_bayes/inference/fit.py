@@ -207,10 +207,15 @@ def resolve_settings(
     if likelihood == "auto":
         share = responses.n_observed / responses.values.size
         automatic["likelihood"] = f"{form!r} ({share:.0%} of cells observed)"
+    model_spec = load_spec(spec)
+    if method != "nuts" and model_spec.intercept.noncentered == "auto":
+        # the funnel that "auto" avoids is NUTS's; the optimisers' figures were measured centred
+        model_spec = model_spec.with_overrides({"name": model_spec.name, "intercept": {"noncentered": False}})
+        automatic["intercept.noncentered"] = f"False (method {method!r}: 'auto' non-centres for NUTS only)"
     return FitSettings(
         n_dims=int(n_dims),
         method=method,
-        spec_json=load_spec(spec).to_json(),
+        spec_json=model_spec.to_json(),
         likelihood=form,
         nuts=nuts_settings,
         advi=advi_settings,

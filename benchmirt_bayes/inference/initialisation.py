@@ -102,8 +102,11 @@ def spectral_start(
         start["benchmark_intercept_spread"] = int_spread
     if "subgroup_intercept_offset_raw" in names:
         start["subgroup_intercept_offset_raw"] = np.zeros_like(start["subgroup_intercept_offset_raw"])
+    noncentred = getattr(model, "benchmirt_noncentred_items", np.zeros(len(codes), dtype=bool))
     if "intercept" in names:
         start["intercept"] = intercept
-    elif "intercept_z" in names:
-        start["intercept_z"] = (intercept - int_mean[codes]) / int_spread[codes]
+    if "intercept_centred" in names:
+        start["intercept_centred"] = intercept[~noncentred]
+    if "intercept_z" in names:
+        start["intercept_z"] = ((intercept - int_mean[codes]) / int_spread[codes])[noncentred]
     return start

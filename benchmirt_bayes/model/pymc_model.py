@@ -49,7 +49,7 @@ import pytensor.tensor as pt
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
 from benchmirt_bayes.model.anchors import anchored_rows, resolve_anchors
 from benchmirt_bayes.model.response_models import BINARY, response_model
-from benchmirt_bayes.model.spec import ModelSpec, check_pattern_benchmarks, load_spec
+from benchmirt_bayes.model.spec import ModelSpec, check_pattern_benchmarks, load_spec, noncentred_benchmarks
 
 ITEM_VARIABLES = ("loading", "intercept")
 DENSE_LIKELIHOOD_MIN_SHARE = 0.5
@@ -249,11 +249,22 @@ def build_model(
                 "subgroup_intercept_offset", raw_offset - group_mean[bench_of_key], dims="subgroup_key"
             )
             int_centre = int_centre + offset[index.subgroup_of_item]
-        if ic.noncentered:
+        per_benchmark = np.bincount(np.asarray(bench), minlength=len(index.benchmarks))
+        noncentred = noncentred_benchmarks(ic.noncentered, per_benchmark)[np.asarray(bench)]
+        if noncentred.all():
             zi = pm.Normal("intercept_z", 0.0, 1.0, dims=ITEM_DIM)
             intercept = pm.Deterministic("intercept", int_centre + int_spread[bench] * zi, dims=ITEM_DIM)
-        else:
+        elif not noncentred.any():
             intercept = pm.Normal("intercept", int_centre, int_spread[bench], dims=ITEM_DIM)
+        else:  # centred in large benchmarks, non-centred in small ones (see noncentred_benchmarks)
+            centred, other = np.flatnonzero(~noncentred), np.flatnonzero(noncentred)
+            spread = int_spread[bench]
+            free = pm.Normal("intercept_centred", int_centre[centred], spread[centred], shape=len(centred))
+            zi = pm.Normal("intercept_z", 0.0, 1.0, shape=len(other))
+            values = pt.zeros(len(noncentred))
+            values = pt.set_subtensor(values[centred], free)
+            values = pt.set_subtensor(values[other], int_centre[other] + spread[other] * zi)
+            intercept = pm.Deterministic("intercept", values, dims=ITEM_DIM)
 
         # --------------------------------------------------------- likelihood
         if responses.is_binary:
@@ -270,6 +281,7 @@ def build_model(
                     spec,
                 )
     model.benchmirt_likelihood = likelihood
+    model.benchmirt_noncentred_items = noncentred  # which items' intercepts are non-centred
     model.benchmirt_anchors = anchors  # which units fix the rotation (None: post-hoc alignment only)
     return model
 
