@@ -630,10 +630,15 @@ def _select(args: argparse.Namespace) -> int:
         from benchmirt_bayes.analyses.score_selection import select_for_scores
 
         scores = _read_full_scores(args.full_scores, args.llm_col)
-        kept = select_for_scores(fit, scores, args.n_items, args.fraction)
+        kept = select_for_scores(fit, scores, n_items=args.n_items, fraction=args.fraction)
     else:
         kept = select_items(
-            fit, args.fraction, args.n_items, method=args.method, dimension=args.dimension, seed=args.seed
+            fit,
+            n_items=args.n_items,
+            fraction=args.fraction,
+            method=args.method,
+            dimension=args.dimension,
+            seed=args.seed,
         )
     out = Path(args.out)
     if out.suffix.lower() == ".csv":

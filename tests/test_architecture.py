@@ -14,11 +14,12 @@ PACKAGE = ROOT / "benchmirt_bayes"
 
 # Each layer may import itself and the layers listed for it, nothing else of the package.
 # Top-level modules are their own small layers.
-FOUNDATION = {"errors", "rotations", "integrity"}
+FOUNDATION = {"errors", "rotations", "integrity", "summaries"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "rotations": set(),
     "integrity": set(),
+    "summaries": set(),
     "data": {"errors"},
     "model": {"errors", "data", "rotations"},
     "simulation": {"errors", "data", "model"},
@@ -26,14 +27,15 @@ ALLOWED: dict[str, set[str]] = {
     "io": {"errors", "integrity", "data", "posterior"},
     "batch": {"errors", "integrity"},
     "inference": {"errors", "rotations", "data", "model", "simulation", "posterior", "batch"},
-    "diagnostics": {"errors", "rotations", "data", "model", "posterior"},
-    "analyses": {"errors", "rotations", "data", "model", "posterior", "batch"},
-    "workflows": {"errors", "data", "model", "posterior", "batch", "inference", "analyses"},
-    "reports": {"errors", "data", "model", "posterior", "diagnostics", "analyses"},
+    "diagnostics": {"errors", "rotations", "summaries", "data", "model", "posterior"},
+    "analyses": {"errors", "rotations", "summaries", "data", "model", "posterior", "batch"},
+    "workflows": {"errors", "summaries", "data", "model", "posterior", "batch", "inference", "analyses"},
+    "reports": {"errors", "summaries", "data", "model", "posterior", "diagnostics", "analyses"},
     "demo": {"simulation", "inference", "io", "reports"},
     "cli": {
         "errors",
         "integrity",
+        "summaries",
         "data",
         "model",
         "simulation",
@@ -142,3 +144,36 @@ def test_the_formula_check_recognises_hand_written_copies(line):
 def test_public_api_is_importable():
     for name in benchmirt_bayes.__all__:
         assert hasattr(benchmirt_bayes, name), name
+
+
+def test_one_interval_keyword_with_one_default_across_the_public_api():
+    """Every public function or method with an interval takes ``ci_prob``, defaulting to ``CI_PROB``."""
+    import inspect
+
+    from benchmirt_bayes.reports import plots
+    from benchmirt_bayes.summaries import CI_PROB
+
+    public = [getattr(benchmirt_bayes, name) for name in benchmirt_bayes.__all__]
+    public += [f for name, f in inspect.getmembers(plots, inspect.isfunction) if not name.startswith("_")]
+    callables = []
+    for obj in public:
+        callables.append(obj)
+        if inspect.isclass(obj):
+            methods = inspect.getmembers(obj, inspect.isfunction)
+            callables += [m for name, m in methods if not name.startswith("_")]
+    problems, with_interval = [], 0
+    for function in callables:
+        try:
+            parameters = inspect.signature(function).parameters
+        except (TypeError, ValueError):
+            continue
+        name = getattr(function, "__qualname__", repr(function))
+        for other in ("interval", "coverage", "hdi_prob", "credible_interval"):
+            if other in parameters:
+                problems.append(f"{name}({other}=...): call it ci_prob")
+        if "ci_prob" in parameters:
+            with_interval += 1
+            if parameters["ci_prob"].default != CI_PROB:
+                problems.append(f"{name}(ci_prob={parameters['ci_prob'].default!r}): default CI_PROB")
+    assert not problems, problems
+    assert with_interval >= 10  # the check sees the functions it is about

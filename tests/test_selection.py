@@ -28,22 +28,22 @@ def planted():
 def test_sizes_seeds_and_errors(planted):
     posterior = planted[0]
     for method in ("published", "information", "random"):
-        assert len(select_items(posterior, 0.1, method=method)) <= 40
+        assert len(select_items(posterior, fraction=0.1, method=method)) <= 40
         assert len(select_items(posterior, n_items=25, method=method)) <= 25
-    assert len(select_items(posterior, 0.1, method="information")) == 40
-    assert len(select_items(posterior, 0.1, method="random")) == 40
-    a = select_items(posterior, 0.1, method="random", seed=1)
-    assert a.equals(select_items(posterior, 0.1, method="random", seed=1))
-    assert not a.equals(select_items(posterior, 0.1, method="random", seed=2))
+    assert len(select_items(posterior, fraction=0.1, method="information")) == 40
+    assert len(select_items(posterior, fraction=0.1, method="random")) == 40
+    a = select_items(posterior, fraction=0.1, method="random", seed=1)
+    assert a.equals(select_items(posterior, fraction=0.1, method="random", seed=1))
+    assert not a.equals(select_items(posterior, fraction=0.1, method="random", seed=2))
     with pytest.raises(ValueError, match="exactly one"):
-        select_items(posterior, 0.1, 10)
+        select_items(posterior, fraction=0.1, n_items=10)
     with pytest.raises(ValueError, match="method must be"):
-        select_items(posterior, 0.1, method="best")
+        select_items(posterior, fraction=0.1, method="best")
 
 
 def test_published_rule_keeps_the_most_discriminating_items_of_every_difficulty_bin(planted):
     posterior, loading, intercept = planted
-    kept = select_items(posterior, 0.5, method="published", dimension="dim_1", n_bins=10)
+    kept = select_items(posterior, fraction=0.5, method="published", dimension="dim_1", n_bins=10)
     index = np.array([int(i[1:]) for i in kept])
     difficulty = -intercept / np.linalg.norm(loading, axis=1)
     order = np.argsort(difficulty)
@@ -59,7 +59,7 @@ def test_published_rule_keeps_the_most_discriminating_items_of_every_difficulty_
 
 def test_information_selection_balances_benchmarks_and_beats_random(planted):
     posterior = planted[0]
-    kept = select_items(posterior, 0.1, method="information")
+    kept = select_items(posterior, fraction=0.1, method="information")
     counts = kept.str[1:].astype(int)
     per_bench = np.bincount(np.digitize(counts, [200, 350]), minlength=3)
     np.testing.assert_array_equal(per_bench, [20, 15, 5])  # proportional quotas

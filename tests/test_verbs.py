@@ -55,7 +55,7 @@ def _fit_from_truth(n_llms=80, n_items=60, seed=0, flipped=()):
 
 def test_ability_table_has_means_sds_intervals_and_ranks():
     tree, responses, _ = _fit_from_truth()
-    table = ability_table(tree, interval=0.9)
+    table = ability_table(tree, ci_prob=0.9)
     assert list(table.columns[:5]) == ["dim_1", "dim_1_sd", "dim_1_lower", "dim_1_upper", "dim_1_rank"]
     draws = tree["posterior"]["ability"].sel(dimension="dim_1")
     expected = draws.mean(("chain", "draw")).to_series()
@@ -65,7 +65,7 @@ def test_ability_table_has_means_sds_intervals_and_ranks():
     assert table["dim_1"].is_monotonic_decreasing and table["dim_1_rank"].iloc[0] == 1
     assert (table["n_answered"] == responses.n_items).all()
     with pytest.raises(ValueError, match="interval"):
-        ability_table(tree, interval=1.5)
+        ability_table(tree, ci_prob=1.5)
 
 
 def test_item_fit_finds_a_reversed_item_and_passes_the_others():

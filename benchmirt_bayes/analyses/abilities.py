@@ -7,9 +7,10 @@ import pandas as pd
 import xarray as xr
 
 from benchmirt_bayes.posterior import responses_from_tree
+from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
 
 
-def ability_table(posterior: xr.DataTree, *, interval: float = 0.9) -> pd.DataFrame:
+def ability_table(posterior: xr.DataTree, *, ci_prob: float = CI_PROB) -> pd.DataFrame:
     """Each LLM's ability on each dimension with its posterior uncertainty.
 
     The Bayesian counterpart of R ``mirt``'s ``fscores(..., full.scores.SE = TRUE)``: the
@@ -21,8 +22,8 @@ def ability_table(posterior: xr.DataTree, *, interval: float = 0.9) -> pd.DataFr
     ----------
     posterior
         A fit from :func:`benchmirt_bayes.fit_posterior` (or :func:`fit_minibatch_advi`).
-    interval
-        Mass of the equal-tailed interval.
+    ci_prob
+        Probability mass of the equal-tailed interval.
 
     Returns
     -------
@@ -38,21 +39,19 @@ def ability_table(posterior: xr.DataTree, *, interval: float = 0.9) -> pd.DataFr
     >>> table.head()  # doctest: +SKIP
 
     """
-    if not 0 < interval < 1:
-        raise ValueError(f"interval must be in (0, 1), got {interval!r}")
+    check_ci_prob(ci_prob)
     ability = posterior["posterior"]["ability"]
     draws = ability.stack(sample_index=("chain", "draw")).transpose("llm", "dimension", "sample_index").values
     llms = ability["llm"].values.astype(str)
     dims = [str(d) for d in ability["dimension"].values]
-    tail = (1 - interval) / 2
     columns: dict[str, np.ndarray] = {}
     for k, dim in enumerate(dims):
-        values = draws[:, k, :]
-        mean = values.mean(axis=1)
+        summary = summarise_draws(draws[:, k, :], axis=1, ci_prob=ci_prob)
+        mean = summary["mean"]
         columns[dim] = mean
-        columns[f"{dim}_sd"] = values.std(axis=1)
-        columns[f"{dim}_lower"] = np.quantile(values, tail, axis=1)
-        columns[f"{dim}_upper"] = np.quantile(values, 1 - tail, axis=1)
+        columns[f"{dim}_sd"] = summary["sd"]
+        columns[f"{dim}_lower"] = summary["lower"]
+        columns[f"{dim}_upper"] = summary["upper"]
         columns[f"{dim}_rank"] = pd.Series(mean).rank(ascending=False, method="min").to_numpy().astype(int)
     table = pd.DataFrame(columns, index=pd.Index(llms, name="llm"))
     if "observed_data" in posterior.children:

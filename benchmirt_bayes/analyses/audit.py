@@ -11,6 +11,7 @@ import xarray as xr
 
 from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.posterior import responses_from_tree
+from benchmirt_bayes.summaries import CI_PROB, interval_quantiles
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def benchmark_correlations(
     responses: ResponseMatrix | None = None,
     *,
     by: str = "benchmark",
-    ci_prob: float = 0.9,
+    ci_prob: float = CI_PROB,
     n_draws: int | None = 1000,
     seed: int = 0,
 ) -> BenchmarkAudit:
@@ -103,7 +104,7 @@ def benchmark_correlations(
     point = np.zeros((len(groups), len(dims)))
     group_loading = np.zeros_like(correlations)
     rows = []
-    lo_q, hi_q = (1 - ci_prob) / 2, (1 + ci_prob) / 2
+    lo_q, hi_q = interval_quantiles(ci_prob)
     for g, group in enumerate(groups):
         cols = labels == group
         count = observed[:, cols].sum(axis=1)

@@ -19,6 +19,7 @@ import xarray as xr
 
 from benchmirt_bayes.analyses.scoring import ItemDraws, LLMScore, probabilities_for_samples
 from benchmirt_bayes.posterior import responses_from_tree, thinned_draws
+from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
 
 LLMRef = str | LLMScore
 
@@ -53,7 +54,7 @@ def compare_llms(
     b: LLMRef | None = None,
     *,
     by: str = "benchmark",
-    interval: float = 0.9,
+    ci_prob: float = CI_PROB,
     n_draws: int | None = None,
     seed: int | None = None,
     top_items: int = 20,
@@ -70,8 +71,8 @@ def compare_llms(
     by
         Item coordinate whose groups get expected-score differences (``"benchmark"``,
         ``"subgroup"``...).
-    interval
-        Width of the equal-tailed intervals.
+    ci_prob
+        Probability mass of the equal-tailed intervals.
     n_draws, seed
         Posterior draws used and the seed that picks them. With a scored LLM they are
         taken from it (its samples belong to those draws); default 200 and 0.
@@ -118,7 +119,7 @@ def compare_llms(
     positions = {item: i for i, item in enumerate(item_draws.items)}
     order = np.array([positions[str(item)] for item in responses.items])
     groups = list(pd.unique(labels))
-    tail = (1 - interval) / 2
+    check_ci_prob(ci_prob)
     ability_rows, score_rows, item_rows = [], [], []
     for first, second in pairs:
         samples = [_samples(x, fitted, known, per_draw) for x in (first, second)]
@@ -132,7 +133,7 @@ def compare_llms(
                     "a": names[0],
                     "b": names[1],
                     "dimension": dim,
-                    **_summary(difference[:, k], tail),
+                    **_summary(difference[:, k], ci_prob),
                 }
             )
         columns = np.arange(len(item_draws.items))
@@ -148,7 +149,7 @@ def compare_llms(
                     "n_items": int(cols.sum()),
                     "score_a": float(score_a.mean()),
                     "score_b": float(score_b.mean()),
-                    **_summary(score_b - score_a, tail),
+                    **_summary(score_b - score_a, ci_prob),
                 }
             )
         mean_change = change.mean(axis=0)
@@ -160,7 +161,7 @@ def compare_llms(
                     "benchmark": str(responses.benchmarks[i]),
                     "expected_a": float(expected[0][:, i].mean()),
                     "expected_b": float(expected[1][:, i].mean()),
-                    **_summary(change[:, i], tail),
+                    **_summary(change[:, i], ci_prob),
                 }
             )
     return LLMComparison(pd.DataFrame(ability_rows), pd.DataFrame(score_rows), pd.DataFrame(item_rows))
@@ -179,11 +180,6 @@ def _samples(llm: LLMRef, fitted: xr.DataArray, known: set[str], per_draw: int) 
     return np.repeat(fitted.sel(llm=llm).values, per_draw, axis=0)
 
 
-def _summary(values: np.ndarray, tail: float) -> dict[str, float]:
-    return {
-        "difference": float(values.mean()),
-        "sd": float(values.std()),
-        "lower": float(np.quantile(values, tail)),
-        "upper": float(np.quantile(values, 1 - tail)),
-        "p_below_zero": float(np.mean(values < 0)),
-    }
+def _summary(values: np.ndarray, ci_prob: float) -> dict[str, float]:
+    summary = {key: float(value) for key, value in summarise_draws(values, ci_prob=ci_prob).items()}
+    return {"difference": summary.pop("mean"), **summary, "p_below_zero": float(np.mean(values < 0))}

@@ -47,6 +47,7 @@ from benchmirt_bayes.posterior import (
     thinned_draws,
     type_parameters,
 )
+from benchmirt_bayes.summaries import CI_PROB, interval_quantiles
 
 Scheme = Literal["cells", "llms", "items"]
 SCHEMES = ("cells", "llms", "items")
@@ -357,8 +358,8 @@ class CrossValidation:
     calibration: pd.DataFrame
     settings: dict[str, Any] = field(default_factory=dict)
 
-    def summary(self, interval: float = 0.95) -> pd.DataFrame:
-        """Mean over folds per (model, metric) with standard error and a t-interval.
+    def summary(self, ci_prob: float = CI_PROB) -> pd.DataFrame:
+        """Mean over folds per (model, metric) with standard error and a t-interval of mass ``ci_prob``.
 
         ``spearman`` is the mean over benchmarks of the per-benchmark
         correlation, per fold.
@@ -372,7 +373,7 @@ class CrossValidation:
         frame = pd.concat([overall[["model", "fold", "metric", "value"]], averaged])
         grouped = frame.groupby(["model", "metric"])["value"]
         out = pd.DataFrame({"mean": grouped.mean(), "se": grouped.sem(), "n_folds": grouped.count()})
-        t = stats.t.ppf(0.5 + interval / 2, np.maximum(out["n_folds"] - 1, 1))
+        t = stats.t.ppf(interval_quantiles(ci_prob)[1], np.maximum(out["n_folds"] - 1, 1))
         out["lower"] = out["mean"] - t * out["se"]
         out["upper"] = out["mean"] + t * out["se"]
         return out

@@ -21,6 +21,7 @@ from benchmirt_bayes.posterior import (
     thinned_draws,
     type_parameters,
 )
+from benchmirt_bayes.summaries import CI_PROB, summarise_draws
 
 RankBy = Literal["information", "discrimination", "difficulty"]
 
@@ -70,7 +71,7 @@ def rank_items(
     dimension: str | None = None,
     within: Literal["benchmark"] | None = None,
     top_k: int = 10,
-    interval: float = 0.9,
+    ci_prob: float = CI_PROB,
     n_draws: int = 100,
     uninformative_share: float = 0.1,
     flag_probability: float = 0.9,
@@ -94,8 +95,8 @@ def rank_items(
     top_k
         ``p_top_k`` is the posterior probability that the item is among the top
         ``top_k`` (within its benchmark when ``within="benchmark"``).
-    interval
-        Width of the central credible intervals.
+    ci_prob
+        Probability mass of the central credible intervals.
     n_draws
         Posterior draws used (seeded thinning).
     uninformative_share, flag_probability
@@ -153,28 +154,29 @@ def rank_items(
         cols = groups == group
         # rank 1 = highest score (most informative / discriminating / hardest)
         ranks[:, cols] = (-score[:, cols]).argsort(axis=1).argsort(axis=1) + 1
-    tail = (1 - interval) / 2
     out = pd.DataFrame(index=pd.Index(responses.items.astype(str), name="item"))
     out["benchmark"] = responses.benchmarks.astype(str)
     out["subgroup"] = responses.subgroups.astype(str)
     for name, values in (("mdisc", discrimination), ("difficulty", difficulty), ("information", info)):
-        out[f"{name}_mean"] = values.mean(axis=0)
-        out[f"{name}_lower"] = np.quantile(values, tail, axis=0)
-        out[f"{name}_upper"] = np.quantile(values, 1 - tail, axis=0)
+        summary = summarise_draws(values, axis=0, ci_prob=ci_prob)
+        out[f"{name}_mean"] = summary["mean"]
+        out[f"{name}_lower"] = summary["lower"]
+        out[f"{name}_upper"] = summary["upper"]
     main = np.abs(loading).argmax(axis=-1)  # (draw, item)
     counts = np.stack([(main == d).mean(axis=0) for d in range(len(dims))], axis=1)
     out["main_dimension"] = np.array(dims)[counts.argmax(axis=1)]
     out["main_dimension_prob"] = counts.max(axis=1)
-    out["rank_mean"] = ranks.mean(axis=0)
-    out["rank_lower"] = np.quantile(ranks, tail, axis=0)
-    out["rank_upper"] = np.quantile(ranks, 1 - tail, axis=0)
+    rank = summarise_draws(ranks, axis=0, ci_prob=ci_prob)
+    out["rank_mean"] = rank["mean"]
+    out["rank_lower"] = rank["lower"]
+    out["rank_upper"] = rank["upper"]
     out["p_top_k"] = (ranks <= top_k).mean(axis=0)
     median_info = np.median(out["information_mean"])
     out["uninformative"] = out["information_upper"] < uninformative_share * median_info
     out["negatively_keyed"], out["off_dimension"] = _direction_flags(
         draws, responses.benchmarks.astype(str), loading, flag_probability
     )
-    out.attrs = {"by": by, "dimension": dimension, "within": within, "top_k": top_k, "interval": interval}
+    out.attrs = {"by": by, "dimension": dimension, "within": within, "top_k": top_k, "ci_prob": ci_prob}
     if within == "benchmark":
         order = {name: i for i, name in enumerate(pd.unique(out["benchmark"]))}
         out = out.assign(_order=out["benchmark"].map(order))

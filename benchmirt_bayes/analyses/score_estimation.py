@@ -68,6 +68,7 @@ from benchmirt_bayes.analyses.score_selection import known_scores, score_frame
 from benchmirt_bayes.analyses.scoring import ItemDraws, ability_samples, probabilities_for_samples
 from benchmirt_bayes.model.response_models import BINARY, linear_predictor
 from benchmirt_bayes.posterior import responses_from_tree
+from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, interval_quantiles
 
 GRID_POINTS = {1: 81, 2: 31}
 """Grid points per dimension of :func:`grid_ability_posterior`."""
@@ -493,7 +494,7 @@ def fit_score_link(
     *,
     items: Sequence[str] | None = None,
     responses=None,
-    coverage: float = 0.9,
+    ci_prob: float = CI_PROB,
     folds: int = 5,
     n_draws: int = 20,
     seed: int = 0,
@@ -513,8 +514,9 @@ def fit_score_link(
         The kept items the new LLMs will answer (default: every fitted item).
     responses
         The training LLMs' responses (default: the fit's own data).
-    coverage
-        Coverage of the intervals :func:`estimate_scores` will give.
+    ci_prob
+        Coverage of the intervals :func:`estimate_scores` will give (stored as the link's
+        ``coverage``).
     folds
         Cross-fitting folds for the out-of-fold residuals behind the intervals and the
         blend weight.
@@ -544,8 +546,7 @@ def fit_score_link(
         known full score.
 
     """
-    if not 0 < coverage < 1:
-        raise ValueError(f"coverage must be in (0, 1), got {coverage!r}")
+    check_ci_prob(ci_prob)
     fitted = responses_from_tree(posterior)
     scores = score_frame(full_scores, fitted.benchmark_names)
     responses = responses if responses is not None else fitted
@@ -596,7 +597,7 @@ def fit_score_link(
             found = nearest(reference[rows], reference[rows], NEIGHBOURS, exclude_self=True)
             neighbours_of[key] = (found, between_neighbours(found, reference[rows]))
         found, among = neighbours_of[key]
-        link = _fit_benchmark_link(features, target[rows], knots, kept, coverage, folds, rng, found, among)
+        link = _fit_benchmark_link(features, target[rows], knots, kept, ci_prob, folds, rng, found, among)
         if link.neighbour_count:
             link.neighbour_rows = list(map(int, rows))
         links[str(name)] = link
@@ -764,7 +765,7 @@ def estimate_scores(
     estimator: str | Sequence[str] = "package",
     n_draws: int = 20,
     seed: int = 0,
-    interval: float = 0.9,
+    ci_prob: float = CI_PROB,
 ) -> pd.DataFrame:
     """Full-benchmark score estimates with intervals for LLMs evaluated on a subset of the items.
 
@@ -778,7 +779,7 @@ def estimate_scores(
     link
         The link to full scores (:func:`fit_score_link`). Without one (and none stored),
         the estimate is the model's expected mean score on all fitted items of each
-        benchmark, with a posterior interval of width ``interval``, on ``[0, 1]``; a
+        benchmark, with a posterior interval of mass ``ci_prob``, on ``[0, 1]``; a
         benchmark the link has no link for gets the same, scaled to the link's
         ``score_max``.
     estimator
@@ -786,8 +787,8 @@ def estimate_scores(
         or several (one row per estimator each).
     n_draws, seed
         Posterior draws of the items used, and their seed (use the link's).
-    interval
-        Interval width without a link (with one, the link's calibrated coverage applies).
+    ci_prob
+        Interval mass without a link (with one, the link's calibrated coverage applies).
 
     Returns
     -------
@@ -832,7 +833,7 @@ def estimate_scores(
         features = _features(grid, cols, outcomes, scale, kept)
         n_answered = (~np.isnan(outcomes[:, cols])).sum(axis=1)
         if bench_link is None:
-            irt = _irt_interval(grid, item_draws, cols, interval)
+            irt = _irt_interval(grid, item_draws, cols, ci_prob)
             results = {"irt_fitted_items": tuple(unit * value for value in irt)}
         else:
             spread = _design(features, bench_link.knots, "irt")[0] @ np.asarray(bench_link.scale_coefficients)
@@ -905,9 +906,9 @@ def _link_estimate(features: dict, link: BenchmarkLink, estimator: str) -> np.nd
     return predict(estimator)
 
 
-def _irt_interval(grid: AbilityPosterior, item_draws: ItemDraws, cols: np.ndarray, interval: float):
+def _irt_interval(grid: AbilityPosterior, item_draws: ItemDraws, cols: np.ndarray, ci_prob: float):
     """Posterior mean and interval of the mean expected score on ``cols`` (on ``[0, 1]``)."""
-    tail = (1 - interval) / 2
+    tail, _ = interval_quantiles(ci_prob)
     layout = item_draws.layout
     if grid.shared:
         n = item_draws.loading.shape[0]

@@ -97,9 +97,9 @@ def forward_stepwise(x: np.ndarray, y: np.ndarray, k: int) -> list[int]:
 def select_for_scores(
     posterior: xr.DataTree,
     full_scores: pd.DataFrame | Mapping[str, pd.Series],
+    *,
     n_items: int | None = None,
     fraction: float | None = None,
-    *,
     responses=None,
 ) -> pd.Index:
     """Per benchmark, the items whose answers best predict the full-benchmark score.

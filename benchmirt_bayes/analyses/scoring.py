@@ -21,6 +21,7 @@ import xarray as xr
 from benchmirt_bayes.model.layout import ItemParameters, ResponseLayout
 from benchmirt_bayes.model.response_models import information_matrix, linear_predictor
 from benchmirt_bayes.posterior import fit_spec, responses_from_tree, thinned_draws, type_parameters
+from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
 
 
 @dataclass(frozen=True)
@@ -309,17 +310,10 @@ class LLMScore:
     samples_per_draw``-th of the ``n_draws`` draws that ``thinned_draws(..., seed=seed)``
     picks (what :func:`~benchmirt_bayes.compare_llms` needs to compare it with fitted LLMs)."""
 
-    def ability_summary(self, interval: float = 0.9) -> pd.DataFrame:
-        """Mean, SD and central interval of each ability dimension."""
-        tail = (1 - interval) / 2
-        values = self.ability.values
+    def ability_summary(self, ci_prob: float = CI_PROB) -> pd.DataFrame:
+        """Mean, SD and central interval (of mass ``ci_prob``) of each ability dimension."""
         return pd.DataFrame(
-            {
-                "mean": values.mean(axis=0),
-                "sd": values.std(axis=0),
-                "lower": np.quantile(values, tail, axis=0),
-                "upper": np.quantile(values, 1 - tail, axis=0),
-            },
+            summarise_draws(self.ability.values, axis=0, ci_prob=ci_prob),
             index=pd.Index(self.ability["dimension"].values, name="dimension"),
         )
 
@@ -330,7 +324,7 @@ def score_llm(
     *,
     n_draws: int = 200,
     samples_per_draw: int = 4,
-    interval: float = 0.9,
+    ci_prob: float = CI_PROB,
     seed: int = 0,
     llm: str = "scored LLM",
 ) -> LLMScore:
@@ -350,8 +344,8 @@ def score_llm(
         item's type raises ``ValueError``.
     n_draws, samples_per_draw
         Posterior draws of the items used, and ability samples per draw.
-    interval
-        Width of the reported central intervals.
+    ci_prob
+        Probability mass of the reported central intervals.
     seed
         Seed of the thinning and the importance sampling.
     llm
@@ -365,6 +359,7 @@ def score_llm(
         interval, next to the observed mean on the answered items.
 
     """
+    check_ci_prob(ci_prob)
     answers = pd.Series(responses_of_new_llm, dtype=float)
     item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
     columns = item_draws.columns(answers.index.astype(str).to_numpy())
@@ -375,7 +370,6 @@ def score_llm(
     all_columns = np.arange(len(item_draws.items))
     probs = probabilities_for_samples(item_draws, samples, all_columns)[0]  # (sample, item)
     benchmarks = responses_from_tree(posterior).benchmarks.astype(str)
-    tail = (1 - interval) / 2
     rows = []
     for name in pd.unique(benchmarks):
         cols = benchmarks == name
@@ -385,10 +379,7 @@ def score_llm(
         rows.append(
             {
                 "benchmark": name,
-                "mean": score.mean(),
-                "sd": score.std(),
-                "lower": np.quantile(score, tail),
-                "upper": np.quantile(score, 1 - tail),
+                **{k: float(v) for k, v in summarise_draws(score, ci_prob=ci_prob).items()},
                 "observed": np.nanmean(answered) if n_answered else np.nan,
                 "n_answered": n_answered,
                 "n_items": int(cols.sum()),
@@ -439,7 +430,7 @@ def score_table(
     item_col: str = "item",
     correct_col: str = "correct",
     n_draws: int = 200,
-    interval: float = 0.9,
+    ci_prob: float = CI_PROB,
     seed: int = 0,
 ) -> pd.DataFrame:
     """:func:`score_llm` for every LLM of a results table (what ``benchmirt score`` writes).
@@ -454,8 +445,8 @@ def score_table(
     per_llm = {str(llm): row.dropna() for llm, row in answers_table.iterrows()}
     rows = []
     for llm, answers in per_llm.items():
-        result = score_llm(posterior, answers, n_draws=n_draws, interval=interval, seed=seed, llm=llm)
-        for dim, row in result.ability_summary(interval).iterrows():
+        result = score_llm(posterior, answers, n_draws=n_draws, ci_prob=ci_prob, seed=seed, llm=llm)
+        for dim, row in result.ability_summary(ci_prob).iterrows():
             rows.append({"llm": llm, "quantity": "ability", "name": dim, **row.to_dict()})
         for bench, row in result.benchmark_scores.iterrows():
             values = row[["mean", "sd", "lower", "upper", "observed", "n_answered"]].to_dict()

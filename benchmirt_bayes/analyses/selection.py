@@ -52,6 +52,7 @@ from benchmirt_bayes.model.response_models import (
 )
 from benchmirt_bayes.posterior import point_parameters, point_type_parameters, responses_from_tree
 from benchmirt_bayes.rotations import procrustes
+from benchmirt_bayes.summaries import CI_PROB, interval_quantiles
 
 SelectionMethod = Literal["published", "information", "random"]
 METHODS = ("published", "information", "random")
@@ -72,9 +73,9 @@ def _target_size(n_total: int, fraction: float | None, n_items: int | None) -> i
 
 def select_items(
     posterior: xr.DataTree,
-    fraction: float | None = None,
-    n_items: int | None = None,
     *,
+    n_items: int | None = None,
+    fraction: float | None = None,
     method: SelectionMethod = "information",
     dimension: str | None = None,
     seed: int = 0,
@@ -289,7 +290,9 @@ class SubsetTask:
     def run(self, payload: _PosteriorPayload) -> xr.DataTree:
         """Select the subset and estimate abilities and benchmark scores from it."""
         posterior = payload.tree
-        kept = select_items(posterior, self.fraction, method=self.method, seed=self.seed + self.repeat)
+        kept = select_items(
+            posterior, fraction=self.fraction, method=self.method, seed=self.seed + self.repeat
+        )
         responses = responses_from_tree(posterior)
         mean_ability, scores = subset_estimates(
             posterior, responses, kept, n_draws=self.n_draws, seed=self.seed
@@ -432,15 +435,15 @@ def _correlations(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     return float(np.corrcoef(a[ok], b[ok])[0, 1]), spearman(a[ok], b[ok])
 
 
-def fidelity_summary(table: pd.DataFrame, interval: float = 0.9) -> pd.DataFrame:
+def fidelity_summary(table: pd.DataFrame, ci_prob: float = CI_PROB) -> pd.DataFrame:
     """Mean correlation per (target, method, fraction) with an interval over repeats (and dims/benchmarks)."""
     per_repeat = table.groupby(["target", "method", "fraction", "repeat"])[["pearson", "spearman"]].mean()
     grouped = per_repeat.groupby(["target", "method", "fraction"])
-    tail = (1 - interval) / 2
+    low, high = interval_quantiles(ci_prob)
     out = grouped.mean()
     for col in ("pearson", "spearman"):
-        out[f"{col}_lower"] = grouped[col].quantile(tail)
-        out[f"{col}_upper"] = grouped[col].quantile(1 - tail)
+        out[f"{col}_lower"] = grouped[col].quantile(low)
+        out[f"{col}_upper"] = grouped[col].quantile(high)
     out["repeats"] = grouped.size()
     return out
 
@@ -478,7 +481,7 @@ def held_out_benchmark_error(
     for method in methods:
         for fraction in fractions:
             for repeat in range(repeats if method == "random" else 1):
-                kept = select_items(posterior, fraction, method=method, seed=seed + repeat)
+                kept = select_items(posterior, fraction=fraction, method=method, seed=seed + repeat)
                 _, estimated = subset_estimates(posterior, held_out, kept, seed=seed, item_draws=item_draws)
                 variants = {method: estimated}
                 if method == "random":

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from benchmirt_bayes.diagnostics.stability import restart_means
 from benchmirt_bayes.model.response_models import linear_predictor
 from benchmirt_bayes.posterior import response_layout, thinned_draws, type_parameters
+from benchmirt_bayes.summaries import CI_PROB, interval_quantiles
 
 
 def diagnostic_quantities(
@@ -100,12 +101,10 @@ def plot_energy(posterior: xr.DataTree) -> Figure:
     return fig
 
 
-def plot_ppc(scores: xr.Dataset, *, ci_prob: float = 0.9) -> Figure:
+def plot_ppc(scores: xr.Dataset, *, ci_prob: float = CI_PROB) -> Figure:
     """Observed vs predicted mean score per (LLM, group), one colour per group, with intervals."""
     predicted = scores["predicted"]
-    low, high = (
-        predicted.quantile(q, dim="sample_index").values for q in ((1 - ci_prob) / 2, (1 + ci_prob) / 2)
-    )
+    low, high = (predicted.quantile(q, dim="sample_index").values for q in interval_quantiles(ci_prob))
     mean = predicted.mean("sample_index").values
     observed = scores["observed"].values
     groups = scores["group"].values
@@ -208,8 +207,8 @@ def plot_benchmark_heatmap(audit_table, *, title: str | None = None) -> Figure:
     ax.set_yticks(range(len(groups)), groups, fontsize=8)
     ax.xaxis.tick_top()
     fig.colorbar(image, ax=ax, label="correlation: ability vs mean score", shrink=0.8)
-    interval = audit_table.attrs.get("ci_prob", 0.9)
-    ax.set_title(title or f"What each group measures (posterior mean, {interval:.0%} interval)", fontsize=10)
+    ci_prob = audit_table.attrs.get("ci_prob", CI_PROB)
+    ax.set_title(title or f"What each group measures (posterior mean, {ci_prob:.0%} interval)", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -406,7 +405,7 @@ def plot_item_curves(
     *,
     dimension: str | None = None,
     n_draws: int = 100,
-    interval: float = 0.9,
+    ci_prob: float = CI_PROB,
     seed: int = 0,
 ) -> Figure:
     """Item characteristic curves (left) and item information curves (right), with intervals.
@@ -414,7 +413,7 @@ def plot_item_curves(
     Along one ability dimension with the others held at 0 (the fitted LLMs' mean): the
     expected score on ``[0, 1]`` (the probability of a correct answer for binary items) and
     the Fisher information about that dimension, each as the posterior median over draws
-    with an equal-tailed ``interval`` band (R ``mirt``'s ``itemplot`` types ``trace`` and
+    with an equal-tailed band of mass ``ci_prob`` (R ``mirt``'s ``itemplot`` types ``trace`` and
     ``info``, with uncertainty).
 
     Parameters
@@ -425,8 +424,8 @@ def plot_item_curves(
         Item ids (a handful: one curve each).
     dimension
         Dimension along which ability varies (default: the one the first item loads on most).
-    n_draws, interval, seed
-        Posterior draws used, band width, seed of the draw subsample.
+    n_draws, ci_prob, seed
+        Posterior draws used, the band's probability mass, seed of the draw subsample.
 
     """
     items = np.asarray(items, dtype=str)
@@ -451,7 +450,7 @@ def plot_item_curves(
     eta = linear_predictor(theta, loading, intercept)  # (draw, grid, item)
     score = sub_layout.expected_score(eta, params)
     information = sub_layout.information_weight(eta, params) * loading[:, None, :, k] ** 2
-    tail = (1 - interval) / 2
+    low, high = interval_quantiles(ci_prob)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for j, item in enumerate(items):
         for ax, values in zip(axes, (score[..., j], information[..., j]), strict=True):
@@ -459,8 +458,8 @@ def plot_item_curves(
             (line,) = ax.plot(grid, median, lw=1.6, label=item)
             ax.fill_between(
                 grid,
-                np.quantile(values, tail, axis=0),
-                np.quantile(values, 1 - tail, axis=0),
+                np.quantile(values, low, axis=0),
+                np.quantile(values, high, axis=0),
                 color=line.get_color(),
                 alpha=0.18,
             )
@@ -470,7 +469,7 @@ def plot_item_curves(
     for ax in axes:
         ax.set_xlabel(f"ability on {dims[k]} (other dimensions at 0)")
         ax.grid(alpha=0.3)
-    axes[0].set_title(f"Item characteristic curves (median, {interval:.0%} interval)", fontsize=10)
+    axes[0].set_title(f"Item characteristic curves (median, {ci_prob:.0%} interval)", fontsize=10)
     axes[1].set_title("Item information curves", fontsize=10)
     axes[1].legend(fontsize=8, loc="upper right")
     fig.tight_layout()
