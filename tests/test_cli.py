@@ -91,6 +91,7 @@ def test_demo_writes_a_report(tmp_path):
     assert "Posterior predictive check" in page and (tmp_path / "demo" / "fit.nc").exists()
 
 
+@pytest.mark.slow
 def test_fit_nuts_from_advi_on_the_command_line(tmp_path):
     data = tmp_path / "sim.nc"
     assert main(["simulate", "--scale", "0.002", "--llms", "20", "--out", str(data)]) == 0

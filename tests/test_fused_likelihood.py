@@ -56,6 +56,7 @@ def test_op_gradient_in_numba_and_c_back_ends(mode):
         pytensor.grad(pytensor.grad(logp, intercept).sum(), intercept)
 
 
+@pytest.mark.slow
 def test_fused_model_has_the_dense_models_log_density_and_gradient(tiny_sim):
     values = tiny_sim.responses.values.copy()
     values[np.random.default_rng(2).random(values.shape) < 0.1] = np.nan

@@ -74,6 +74,7 @@ def test_advi_recovers_the_truth(advi_fit, small_sim):
     assert correlation(advi_fit["posterior"]["intercept"].mean(("chain", "draw")), truth["intercept"]) > 0.9
 
 
+@pytest.mark.slow
 def test_advi_is_seeded(small_sim):
     kwargs = {"method": "advi", "advi": {"draws": 20, "max_steps": 300}, "progressbar": False}
     a = fit_posterior(small_sim.responses, 2, random_seed=9, **kwargs)
@@ -214,6 +215,7 @@ def test_restarts_give_identical_numbers_on_any_executor(tiny_sim):
         )
 
 
+@pytest.mark.slow
 def test_advi_start_is_the_advi_mean_of_every_free_variable(tiny_sim):
     model = build_model(tiny_sim.responses, 2, spec="confirmatory_safety_reasoning")  # with LKJ
     result = run_advi(model, draws=20, max_steps=300, random_seed=1, progressbar=False)

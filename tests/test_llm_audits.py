@@ -147,6 +147,7 @@ def test_dif_finds_planted_items_and_nothing_on_a_clean_set(planted, clean):
         differential_item_functioning(clean_fit, "family")
 
 
+@pytest.mark.slow
 def test_miskeyed_items_rank_the_flipped_keys_first_and_flag_nothing_on_a_clean_set(planted, clean):
     sim, fit = planted
     flipped = set(sim.truth["item"].values[sim.truth["flipped"].values])

@@ -797,7 +797,7 @@ def estimate_scores(
         (expected mean score on the fitted items, ``[0, 1]``), ``kept_mean`` (plain mean on
         the answered items, ``[0, 1]``), ``n_answered``, ``estimator`` and ``score_max``
         (the highest possible score in the estimate's unit: 1 for fractions, 100 for
-        percent; the same on every row).
+        percent, the same on every row; NaN for a link stored without it).
 
     """
     estimators = [estimator] if isinstance(estimator, str) else list(estimator)
@@ -820,7 +820,8 @@ def estimate_scores(
     scale = item_draws.layout.score_scale
     reference = decode_answers(link.reference) if link is not None and link.reference else None
     neighbours_of = {}  # benchmarks with the same kept items and known LLMs (a joint fit) share one search
-    unit = link.score_max if link is not None and link.score_max is not None else 1.0
+    # a link stored before its unit was recorded: its estimates' unit is unknown (NaN)
+    unit = 1.0 if link is None else (np.nan if link.score_max is None else link.score_max)
     rows = []
     for name in pd.unique(bench_of_item):
         cols = np.flatnonzero(bench_of_item == name)
@@ -834,7 +835,7 @@ def estimate_scores(
         n_answered = (~np.isnan(outcomes[:, cols])).sum(axis=1)
         if bench_link is None:
             irt = _irt_interval(grid, item_draws, cols, ci_prob)
-            results = {"irt_fitted_items": tuple(unit * value for value in irt)}
+            results = {"irt_fitted_items": tuple(np.nan_to_num(unit, nan=1.0) * value for value in irt)}
         else:
             spread = _design(features, bench_link.knots, "irt")[0] @ np.asarray(bench_link.scale_coefficients)
             half = bench_link.quantile * np.maximum(spread, bench_link.spread_floor)
