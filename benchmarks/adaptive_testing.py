@@ -45,7 +45,7 @@ def main() -> None:
     if Path(args.fit).exists():
         fit = load_posterior(args.fit, responses=sim.responses)
     else:
-        fit = fit_posterior(sim.responses, 2, method="advi", random_seed=20260301, advi={"draws": 200})
+        fit = fit_posterior(sim.responses, 2, method="advi", seed=20260301, advi={"draws": 200})
         save_posterior(fit, args.fit)
     truth = sim.truth
     rng = np.random.default_rng(args.seed)

@@ -81,7 +81,7 @@ def stall_case(seed: int = 0) -> ResponseMatrix:
 def one_fit(responses: ResponseMatrix, n_dims: int, seed: int, advi: dict) -> dict:
     """Final ELBO, its noise, the smallest dimension's share, steps and seconds of one ADVI fit."""
     start = time.perf_counter()
-    fit = fit_posterior(responses, n_dims, method="advi", random_seed=seed, progressbar=False, advi=advi)
+    fit = fit_posterior(responses, n_dims, method="advi", seed=seed, progressbar=False, advi=advi)
     elbo = fit["elbo"].to_dataset().isel(restart=0).dropna("step")
     window = int(elbo.attrs.get("window", 200))
     shares = check_convergence(fit).sampler_checks

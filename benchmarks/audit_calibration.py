@@ -44,7 +44,7 @@ PLAN = AuditPlan(n_pairs=10, n_contaminated=40, n_dif_items=60, n_flipped=40)
 
 def fit(responses, method: str):
     settings = {"advi": {"draws": 300}} if method == "advi" else {"nuts": {"draws": 500, "tune": 500}}
-    return fit_posterior(responses, 2, method=method, random_seed=1, progressbar=False, **settings)
+    return fit_posterior(responses, 2, method=method, seed=1, progressbar=False, **settings)
 
 
 def pair_table(fit_tree, truth) -> pd.DataFrame:

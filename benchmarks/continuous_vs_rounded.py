@@ -45,7 +45,7 @@ def fit(responses, n_dims: int, draws: int, seed: int):
         responses,
         n_dims,
         method="nuts",
-        random_seed=seed,
+        seed=seed,
         progressbar=False,
         nuts={"draws": draws, "tune": draws, "chains": 2},
     )

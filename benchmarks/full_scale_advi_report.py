@@ -26,7 +26,7 @@ def main() -> None:
     sim = load_builtin()
     print(sim.responses)
     start = time.perf_counter()
-    fit = fit_posterior(sim.responses, 2, method="advi", random_seed=args.seed, advi={"draws": args.draws})
+    fit = fit_posterior(sim.responses, 2, method="advi", seed=args.seed, advi={"draws": args.draws})
     fit_seconds = time.perf_counter() - start
     elbo = fit["elbo"]
     print(

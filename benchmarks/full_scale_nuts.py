@@ -48,7 +48,7 @@ def main() -> None:
         if value != "auto":
             nuts[name] = value if name == "init" else int(value)
     start = time.perf_counter()
-    fit = fit_posterior(sim.responses, 2, random_seed=args.seed, nuts=nuts)
+    fit = fit_posterior(sim.responses, 2, seed=args.seed, nuts=nuts)
     seconds = time.perf_counter() - start
     # an automatic depth cap is judged by R-hat and ESS (the share is still reported)
     report = check_convergence(fit)

@@ -53,7 +53,7 @@ def main() -> None:
         responses,
         2,
         method="nuts",
-        random_seed=args.seed,
+        seed=args.seed,
         nuts={
             "sampler": "numpyro",
             "chains": args.chains,

@@ -164,7 +164,7 @@ def run_one(config: str, size: str, smoke: bool, chains: int, draws: int, tune: 
     start = time.perf_counter()
     if config in NUTS_VARIANTS:
         nuts = {"chains": chains, "draws": draws, "tune": tune, **NUTS_VARIANTS[config]}
-        fit = fit_posterior(train, 2, random_seed=1, nuts=nuts)
+        fit = fit_posterior(train, 2, seed=1, nuts=nuts)
         wall = time.perf_counter() - start
         stats = fit["sample_stats"]
         row.update(identified_metrics(fit, wall))
@@ -174,7 +174,7 @@ def run_one(config: str, size: str, smoke: bool, chains: int, draws: int, tune: 
         row["settings"] = fit.attrs["benchmirt_settings"]
         save_fit(fit, extra.get("save_to"))
     elif config == "package_advi":
-        fit = fit_posterior(train, 2, method="advi", random_seed=1, advi={"draws": 200})
+        fit = fit_posterior(train, 2, method="advi", seed=1, advi={"draws": 200})
         wall = time.perf_counter() - start
         row["advi_steps"] = int(fit["elbo"].sizes["step"])
         row["held_out_accuracy"] = held_out_accuracy(fit, responses, test)
@@ -184,7 +184,7 @@ def run_one(config: str, size: str, smoke: bool, chains: int, draws: int, tune: 
         from benchmirt_bayes import fit_minibatch_advi
 
         batch = {"llm_batch": 50, "item_batch": max(train.n_items // 8, 1)}
-        mb = fit_minibatch_advi(train, 2, max_epochs=200, random_seed=1, progressbar=False, **batch)
+        mb = fit_minibatch_advi(train, 2, max_epochs=200, seed=1, progressbar=False, **batch)
         wall = time.perf_counter() - start
         row["advi_steps"] = int(mb.attrs["benchmirt_epochs"] * mb.attrs["benchmirt_blocks_per_epoch"])
         row["held_out_accuracy"] = held_out_accuracy(mb, responses, test)

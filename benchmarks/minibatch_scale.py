@@ -71,7 +71,7 @@ def main() -> None:
         max_epochs=args.max_epochs,
         learning_rate=args.learning_rate,
         anneal_epochs=args.anneal_epochs,
-        random_seed=args.seed,
+        seed=args.seed,
         progressbar=not args.smoke,
     )
     seconds = time.perf_counter() - start

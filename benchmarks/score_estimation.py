@@ -120,7 +120,7 @@ def evaluate(fit, responses, scores, train, test, items, label: dict, n_draws: i
                 "llm": row.llm,
                 "items": kept[row.benchmark],
                 "estimator": row.estimator,
-                "estimate": row.estimate,
+                "estimate": row.mean,
                 "lower": row.lower,
                 "upper": row.upper,
                 "kept_mean": row.kept_mean,
@@ -154,7 +154,7 @@ def per_benchmark(
                     n_dims,
                     method="advi",
                     spec="2pl",
-                    random_seed=seed + fold,
+                    seed=seed + fold,
                     progressbar=False,
                     advi={"draws": 100},
                 )
@@ -186,7 +186,7 @@ def joint(quick: bool, folds: int, seed: int, log) -> pd.DataFrame:
             responses.subset(llms=list(train)),
             2,
             method="advi",
-            random_seed=seed + fold,
+            seed=seed + fold,
             progressbar=False,
             advi={"draws": 100},
         )

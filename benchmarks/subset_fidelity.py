@@ -45,7 +45,7 @@ def main() -> None:
     if Path(args.fit).exists():
         fit = load_posterior(args.fit, responses=sim.responses)
     else:
-        fit = fit_posterior(sim.responses, 2, method="advi", random_seed=20260301, advi={"draws": 200})
+        fit = fit_posterior(sim.responses, 2, method="advi", seed=20260301, advi={"draws": 200})
         save_posterior(fit, args.fit)
     print(f"fit ready in {time.perf_counter() - start:.0f} s")
     start = time.perf_counter()
@@ -64,7 +64,12 @@ def main() -> None:
     for target in ("full_ability", "benchmark_mean", "true_ability"):
         print(f"\n{target}: Spearman (Pearson), mean over dimensions/benchmarks; random: mean of repeats")
         part = summary.loc[target]
-        text = part["spearman"].round(3).astype(str) + " (" + part["pearson"].round(3).astype(str) + ")"
+        text = (
+            part["spearman_mean"].round(3).astype(str)
+            + " ("
+            + part["pearson_mean"].round(3).astype(str)
+            + ")"
+        )
         print(text.unstack("fraction").to_string())
     print(f"\nevaluation {time.perf_counter() - start:.0f} s; wrote {args.out}")
 

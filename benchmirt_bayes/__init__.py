@@ -16,7 +16,12 @@ The public API, by layer (see ARCHITECTURE.md):
 """
 
 from benchmirt_bayes.analyses.abilities import ability_table
-from benchmirt_bayes.analyses.audit import BenchmarkAudit, benchmark_correlations, name_dimensions
+from benchmirt_bayes.analyses.audit import (
+    BenchmarkAudit,
+    DimensionNames,
+    benchmark_correlations,
+    name_dimensions,
+)
 from benchmirt_bayes.analyses.comparison import LLMComparison, compare_llms
 from benchmirt_bayes.analyses.dif import differential_item_functioning
 from benchmirt_bayes.analyses.heldout import CrossValidation, psis_loo
@@ -46,7 +51,7 @@ from benchmirt_bayes.data.real_data import (
     load_opencompass,
     load_xstest,
 )
-from benchmirt_bayes.data.responses import ResponseMatrix
+from benchmirt_bayes.data.responses import ItemFilterReport, ResponseMatrix
 from benchmirt_bayes.diagnostics.convergence import ConvergenceReport, check_convergence
 from benchmirt_bayes.diagnostics.stability import StabilityReport, check_stability
 from benchmirt_bayes.errors import MissingExtraError, PosteriorFileError, ResponseDataError
@@ -69,6 +74,7 @@ __version__ = "0.2.0"
 __all__ = [
     # data
     "ResponseMatrix",
+    "ItemFilterReport",
     "load_responses",
     "load_mirt_reference",
     "load_open_llm_leaderboard",
@@ -109,6 +115,7 @@ __all__ = [
     "item_fit",
     "BenchmarkAudit",
     "benchmark_correlations",
+    "DimensionNames",
     "name_dimensions",
     "rank_items",
     "select_items",

@@ -529,9 +529,7 @@ def _fit(args: argparse.Namespace) -> int:
     responses = _load_data(args)
     print(f"fitting {responses} with {args.dims} dimension(s), method={args.method}")
     start = time.perf_counter()
-    fit = fit_posterior(
-        responses, args.dims, restarts=args.restarts, random_seed=args.seed, **_fit_settings(args)
-    )
+    fit = fit_posterior(responses, args.dims, restarts=args.restarts, seed=args.seed, **_fit_settings(args))
     save_posterior(fit, args.out)
     print(f"done in {time.perf_counter() - start:.1f} s; posterior written to {args.out}")
     return 0
@@ -656,7 +654,8 @@ def _select(args: argparse.Namespace) -> int:
 def _score(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from benchmirt_bayes.analyses.score_estimation import LINK_ATTR, estimate_scores
+    from benchmirt_bayes.analyses.score_estimation import estimate_scores
+    from benchmirt_bayes.analyses.score_link import LINK_ATTR
     from benchmirt_bayes.analyses.scoring import score_table, table_answers
     from benchmirt_bayes.data.tables import read_table
     from benchmirt_bayes.io import load_posterior
@@ -668,7 +667,7 @@ def _score(args: argparse.Namespace) -> int:
     if LINK_ATTR in fit.attrs:  # the fit carries a link to full-benchmark scores ('benchmirt link')
         answers = table_answers(results, args.llm_col, args.item_col, args.correct_col)
         full = estimate_scores(fit, answers, n_draws=args.draws, seed=args.seed)
-        full = full.rename(columns={"benchmark": "name", "estimate": "mean", "kept_mean": "observed"})
+        full = full.rename(columns={"benchmark": "name", "kept_mean": "observed"})
         full["quantity"] = "full_benchmark_score"
         keep = ["llm", "quantity", "name", "mean", "lower", "upper", "observed", "n_answered"]
         table = pd.concat([table, full[keep]], ignore_index=True)

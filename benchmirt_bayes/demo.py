@@ -22,7 +22,7 @@ def run_demo(out: Path, *, scale: float = 0.03, method: str = "advi", seed: int 
         settings = {}
     else:
         settings = {"advi": {"draws": 500}}
-    fit = fit_posterior(sim.responses, 2, method=method, random_seed=seed, **settings)
+    fit = fit_posterior(sim.responses, 2, method=method, seed=seed, **settings)
     save_posterior(fit, out / "fit.nc")
     sim.truth.to_netcdf(out / "truth.nc", engine="h5netcdf")
     return write_report(fit, out).parent

@@ -26,7 +26,14 @@ def interval_quantiles(ci_prob: float = CI_PROB) -> tuple[float, float]:
     return tail, 1 - tail
 
 
-def summarise_draws(values: np.ndarray, axis: int = 0, ci_prob: float = CI_PROB) -> dict[str, np.ndarray]:
+def summarise_draws(
+    values: np.ndarray,
+    axis: int = 0,
+    ci_prob: float = CI_PROB,
+    *,
+    prefix: str = "",
+    skipna: bool = False,
+) -> dict[str, np.ndarray]:
     """Mean, SD and central interval of ``values`` over its sample ``axis``.
 
     Parameters
@@ -37,18 +44,65 @@ def summarise_draws(values: np.ndarray, axis: int = 0, ci_prob: float = CI_PROB)
         The sample axis.
     ci_prob
         Probability mass of the interval.
+    prefix
+        Names the keys ``{prefix}_mean`` … for tables that summarise several quantities.
+    skipna
+        Ignore NaN draws (for example correlations of a constant score).
 
     Returns
     -------
     dict
-        ``mean``, ``sd``, ``lower``, ``upper``, each with ``axis`` removed.
+        ``mean``, ``sd``, ``lower``, ``upper`` (prefixed when ``prefix`` is given), each with
+        ``axis`` removed.
 
     """
     values = np.asarray(values, dtype=float)
     low, high = interval_quantiles(ci_prob)
-    return {
-        "mean": values.mean(axis=axis),
-        "sd": values.std(axis=axis),
-        "lower": np.quantile(values, low, axis=axis),
-        "upper": np.quantile(values, high, axis=axis),
+    if skipna:
+        mean, std, quantile = np.nanmean, np.nanstd, np.nanquantile
+    else:
+        mean, std, quantile = np.mean, np.std, np.quantile
+    summary = {
+        "mean": mean(values, axis=axis),
+        "sd": std(values, axis=axis),
+        "lower": quantile(values, low, axis=axis),
+        "upper": quantile(values, high, axis=axis),
     }
+    if prefix:
+        return {f"{prefix}_{key}": value for key, value in summary.items()}
+    return summary
+
+
+def summarise_weighted(
+    values: np.ndarray, weights: np.ndarray, ci_prob: float = CI_PROB
+) -> dict[str, np.ndarray]:
+    """Mean, SD and central interval of weighted points, one distribution per row.
+
+    Parameters
+    ----------
+    values
+        ``(unit, point)`` values of the points.
+    weights
+        ``(unit, point)`` probabilities of the points (rows sum to one).
+    ci_prob
+        Probability mass of the interval; its ends are the smallest values whose cumulative
+        weight reaches each tail level.
+
+    Returns
+    -------
+    dict
+        ``mean``, ``sd``, ``lower``, ``upper``, one value per unit.
+
+    """
+    low, high = interval_quantiles(ci_prob)
+    values, weights = np.asarray(values, dtype=float), np.asarray(weights, dtype=float)
+    mean = np.sum(weights * values, axis=1)
+    variance = np.sum(weights * (values - mean[:, None]) ** 2, axis=1)
+    order = np.argsort(values, axis=1)
+    ordered = np.take_along_axis(values, order, axis=1)
+    cumulative = np.cumsum(np.take_along_axis(weights, order, axis=1), axis=1)
+
+    def at(level: float) -> np.ndarray:
+        return np.take_along_axis(ordered, np.argmax(cumulative >= level, axis=1)[:, None], axis=1)[:, 0]
+
+    return {"mean": mean, "sd": np.sqrt(variance), "lower": at(low), "upper": at(high)}

@@ -77,7 +77,7 @@ def shared_fit(name: str, make: Callable[[], xr.DataTree], tmp_path_factory, wor
 def advi_fit(small_sim, tmp_path_factory, worker_id):
     def make():
         return fit_posterior(
-            small_sim.responses, 2, method="advi", random_seed=5, progressbar=False, advi={"draws": 200}
+            small_sim.responses, 2, method="advi", seed=5, progressbar=False, advi={"draws": 200}
         )
 
     return shared_fit("advi_fit", make, tmp_path_factory, worker_id)
@@ -86,7 +86,7 @@ def advi_fit(small_sim, tmp_path_factory, worker_id):
 @pytest.fixture(scope="session")
 def map_fit(tiny_sim, tmp_path_factory, worker_id):
     def make():
-        return fit_posterior(tiny_sim.responses, 2, method="map", random_seed=2, progressbar=False)
+        return fit_posterior(tiny_sim.responses, 2, method="map", seed=2, progressbar=False)
 
     return shared_fit("map_fit", make, tmp_path_factory, worker_id)
 
@@ -100,7 +100,7 @@ def nuts_fit(tiny_sim, tmp_path_factory, worker_id):
             tiny_sim.responses,
             2,
             method="nuts",
-            random_seed=4,
+            seed=4,
             progressbar=False,
             nuts={"draws": 150, "tune": 150, "chains": 2},
         )

@@ -41,4 +41,4 @@ def test_api_reference_builds_without_warnings(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-5000:]
     page = (tmp_path / "html" / "generated" / "benchmirt_bayes.fit_posterior.html").read_text()
-    assert "Parameters" in page and "random_seed" in page
+    assert "Parameters" in page and "seed" in page

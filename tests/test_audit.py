@@ -59,7 +59,7 @@ def test_correlations_on_a_constructed_posterior():
     assert wide.loc["A", "dim_1"] > 0.95 and abs(wide.loc["A", "dim_2"]) < 0.5
     assert wide.loc["B", "dim_2"] < -0.95
     row = audit.table.set_index(["group", "dimension"]).loc[("A", "dim_1")]
-    assert row["r_low"] <= row["r_point"] <= row["r_high"]
+    assert row["r_lower"] <= row["r_point"] <= row["r_upper"]
     assert row["share_main"] == 1.0 and row["loading_mean"] == pytest.approx(1.0)
     assert audit.table.set_index(["group", "dimension"]).loc[("B", "dim_2"), "share_negative"] == 1.0
     assert audit.draws["correlation"].dims == ("sample_index", "group", "dimension")
@@ -91,9 +91,7 @@ def test_name_dimensions_flips_signs_consistently():
 def builtin_fit():
     """Exploratory 2-D fit of the built-in design (reduced), no benchmark labels in the model."""
     sim = simulate_benchmirt(scale=0.03, min_items_per_subgroup=15, seed=20260301)
-    fit = fit_posterior(
-        sim.responses, 2, method="advi", random_seed=1, progressbar=False, advi={"draws": 300}
-    )
+    fit = fit_posterior(sim.responses, 2, method="advi", seed=1, progressbar=False, advi={"draws": 300})
     return sim, fit
 
 
@@ -108,7 +106,7 @@ def test_planted_findings_come_out(builtin_fit):
         assert wide.loc[bench, reasoning] > max(0.5, wide.loc[bench, safety]), bench
     assert wide.loc["HarmBench", safety] > wide.loc["HarmBench", reasoning]
     assert wide.loc["BBQ", reasoning] > wide.loc["BBQ", safety]
-    assert r.loc[("WMDP", reasoning), "r_high"] < 0
+    assert r.loc[("WMDP", reasoning), "r_upper"] < 0
     sub = benchmark_correlations(fit, by="subgroup").wide()
     hb_copyright = sub.loc["HarmBench/copyright", safety]
     assert hb_copyright < sub.loc["HarmBench/standard", safety] - 0.2

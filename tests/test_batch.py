@@ -148,7 +148,7 @@ def serial_cv(tiny_sim):
 
 @pytest.mark.slow
 def test_restarts_and_folds_on_a_local_dask_cluster_match_serial(tiny_sim, dask_executor, serial_cv):
-    kwargs = {**ADVI, "restarts": 2, "random_seed": 8, "progressbar": False}
+    kwargs = {**ADVI, "restarts": 2, "seed": 8, "progressbar": False}
     serial = fit_posterior(tiny_sim.responses, 2, executor="serial", **kwargs)
     on_dask = fit_posterior(tiny_sim.responses, 2, executor=dask_executor, **kwargs)
     np.testing.assert_allclose(

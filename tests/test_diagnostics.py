@@ -116,7 +116,7 @@ def test_advi_fit_reports_elbo_convergence(advi_fit):
 def test_advi_stopped_early_is_flagged(tiny_sim, advi, expected):
     from benchmirt_bayes import fit_posterior
 
-    fit = fit_posterior(tiny_sim.responses, 2, method="advi", random_seed=1, progressbar=False, advi=advi)
+    fit = fit_posterior(tiny_sim.responses, 2, method="advi", seed=1, progressbar=False, advi=advi)
     report = check_convergence(fit)
     assert not report.ok
     for text in expected:

@@ -77,9 +77,9 @@ def test_advi_recovers_the_truth(advi_fit, small_sim):
 @pytest.mark.slow
 def test_advi_is_seeded(small_sim):
     kwargs = {"method": "advi", "advi": {"draws": 20, "max_steps": 300}, "progressbar": False}
-    a = fit_posterior(small_sim.responses, 2, random_seed=9, **kwargs)
-    b = fit_posterior(small_sim.responses, 2, random_seed=9, **kwargs)
-    c = fit_posterior(small_sim.responses, 2, random_seed=10, **kwargs)
+    a = fit_posterior(small_sim.responses, 2, seed=9, **kwargs)
+    b = fit_posterior(small_sim.responses, 2, seed=9, **kwargs)
+    c = fit_posterior(small_sim.responses, 2, seed=10, **kwargs)
     xr.testing.assert_equal(a["posterior"]["ability"], b["posterior"]["ability"])
     assert not np.allclose(a["posterior"]["ability"], c["posterior"]["ability"])
 
@@ -136,7 +136,7 @@ def test_bad_arguments_are_explained(tiny_sim, kwargs, message):
 
 def test_restarts_are_chains_with_a_restart_coordinate(tiny_sim, tmp_path):
     kwargs = {"method": "advi", "advi": {"draws": 30, "max_steps": 400}, "progressbar": False}
-    fit = fit_posterior(tiny_sim.responses, 2, restarts=2, random_seed=3, restart_dir=tmp_path, **kwargs)
+    fit = fit_posterior(tiny_sim.responses, 2, restarts=2, seed=3, restart_dir=tmp_path, **kwargs)
     post = fit["posterior"]
     assert post.sizes["chain"] == 2 and post["restart"].values.tolist() == [0, 1]
     seeds = json.loads(fit.attrs["benchmirt_restart_seeds"])
@@ -144,7 +144,7 @@ def test_restarts_are_chains_with_a_restart_coordinate(tiny_sim, tmp_path):
     saved = sorted(p.name for p in tmp_path.glob("restart_*.nc"))
     assert len(saved) == 2
     # a rerun with the same folder loads the finished restarts instead of refitting
-    again = fit_posterior(tiny_sim.responses, 2, restarts=2, random_seed=3, restart_dir=tmp_path, **kwargs)
+    again = fit_posterior(tiny_sim.responses, 2, restarts=2, seed=3, restart_dir=tmp_path, **kwargs)
     assert again.attrs["benchmirt_fit_seconds"] == fit.attrs["benchmirt_fit_seconds"]
     xr.testing.assert_allclose(again["posterior"]["ability"], post["ability"])
 
@@ -202,7 +202,7 @@ def test_restarts_give_identical_numbers_on_any_executor(tiny_sim):
         "advi": {"draws": 20, "max_steps": 300},
         "progressbar": False,
         "restarts": 2,
-        "random_seed": 8,
+        "seed": 8,
     }
     serial = fit_posterior(tiny_sim.responses, 2, executor="serial", **kwargs)
     pooled = fit_posterior(tiny_sim.responses, 2, executor="auto", **kwargs)  # process pool on >= 2 cores
@@ -218,7 +218,7 @@ def test_restarts_give_identical_numbers_on_any_executor(tiny_sim):
 @pytest.mark.slow
 def test_advi_start_is_the_advi_mean_of_every_free_variable(tiny_sim):
     model = build_model(tiny_sim.responses, 2, spec="confirmatory_safety_reasoning")  # with LKJ
-    result = run_advi(model, draws=20, max_steps=300, random_seed=1, progressbar=False)
+    result = run_advi(model, draws=20, max_steps=300, seed=1, progressbar=False)
     start = advi_start(model, result.posterior)
     assert set(start) == {rv.name for rv in model.free_RVs}
     np.testing.assert_allclose(start["loading_z"], result.posterior["loading_z"].mean(("chain", "draw")))
@@ -240,7 +240,7 @@ def test_nuts_from_advi_with_capped_trees(tiny_sim):
         tiny_sim.responses,
         2,
         method="nuts",
-        random_seed=6,
+        seed=6,
         progressbar=False,
         nuts={"init": "advi", "max_treedepth": 3, "chains": 2, "draws": 30, "tune": 30},
         advi={"max_steps": 400},
@@ -261,7 +261,7 @@ def test_nuts_from_advi_with_capped_trees(tiny_sim):
 @pytest.mark.parametrize("sampler", ["nutpie", "pymc"])
 def test_thinned_nuts_keeps_every_thin_th_iteration_of_the_same_chain(tiny_sim, sampler):
     nuts = {"sampler": sampler, "chains": 2, "tune": 30, "max_treedepth": 3}
-    kwargs = {"method": "nuts", "random_seed": 2, "progressbar": False}
+    kwargs = {"method": "nuts", "seed": 2, "progressbar": False}
     full = fit_posterior(tiny_sim.responses, 2, nuts={**nuts, "draws": 40}, **kwargs)
     thinned = fit_posterior(tiny_sim.responses, 2, nuts={**nuts, "draws": 20, "thin": 2}, **kwargs)
     assert thinned["posterior"].sizes["draw"] == 20

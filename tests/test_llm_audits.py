@@ -37,18 +37,14 @@ PLAN = AuditPlan(
 @pytest.fixture(scope="module")
 def planted():
     sim = simulate_benchmirt(scale=0.05, seed=3, audits=PLAN)
-    fit = fit_posterior(
-        sim.responses, 2, method="advi", random_seed=1, progressbar=False, advi={"draws": 200}
-    )
+    fit = fit_posterior(sim.responses, 2, method="advi", seed=1, progressbar=False, advi={"draws": 200})
     return sim, fit
 
 
 @pytest.fixture(scope="module")
 def clean():
     sim = simulate_benchmirt(scale=0.05, seed=4)
-    fit = fit_posterior(
-        sim.responses, 2, method="advi", random_seed=1, progressbar=False, advi={"draws": 200}
-    )
+    fit = fit_posterior(sim.responses, 2, method="advi", seed=1, progressbar=False, advi={"draws": 200})
     return sim, fit
 
 
@@ -88,10 +84,10 @@ def test_paired_comparisons_recover_the_planted_safety_drops(planted):
         else:
             assert row.lower < 0 < row.upper, row
     other = comparison.ability[comparison.ability["dimension"] != f"dim_{safety + 1}"]
-    assert (other["difference"].abs() < 0.35).all()  # reasoning does not move
+    assert (other["mean"].abs() < 0.35).all()  # reasoning does not move
     assert set(comparison.scores["group"]) == set(sim.responses.benchmark_names)
     harm = comparison.scores.set_index(["pair", "group"]).loc[(f"{pairs[0][0]} → {pairs[0][1]}", "HarmBench")]
-    assert harm["difference"] < -0.05 and harm["upper"] < 0  # the safety drop shows on HarmBench
+    assert harm["mean"] < -0.05 and harm["upper"] < 0  # the safety drop shows on HarmBench
     assert len(comparison.items) == 4 * 20
 
 
@@ -101,8 +97,8 @@ def test_an_llm_scored_later_compares_like_a_fitted_one(planted):
     base, modified = str(truth["pair_base"].values[0]), str(truth["pair_modified"].values[0])
     answers = sim.responses.data.sel(llm=modified).to_series().dropna()
     scored = score_llm(fit, answers, n_draws=100, samples_per_draw=2, llm="modified, scored later")
-    later = compare_llms(fit, base, scored).ability.set_index("dimension")["difference"]
-    fitted = compare_llms(fit, base, modified, n_draws=100).ability.set_index("dimension")["difference"]
+    later = compare_llms(fit, base, scored).ability.set_index("dimension")["mean"]
+    fitted = compare_llms(fit, base, modified, n_draws=100).ability.set_index("dimension")["mean"]
     np.testing.assert_allclose(later.to_numpy(), fitted.to_numpy(), atol=0.25)
     assert compare_llms(fit, base, scored).ability["b"].iloc[0] == "modified, scored later"
     with pytest.raises(KeyError, match="not in the fit"):
@@ -117,13 +113,13 @@ def test_person_fit_flags_contaminated_cells_and_few_clean_ones(planted, clean):
     table["planted"] = planted_rows
     assert table.loc[table["planted"], "aberrant"].mean() >= 0.75
     assert table.loc[~table["planted"], "aberrant"].mean() <= 0.05
-    assert table.loc[table["planted"], "lz"].mean() < -2
+    assert table.loc[table["planted"], "lz_mean"].mean() < -2
     # the contamination also shows as a level departure, reported beside the pattern flag
     assert table.loc[table["planted"], "level_shift"].mean() >= 0.75
     assert (table.loc[table["planted"], "level_z"] > 0).all()
     clean_table = person_fit(clean[1], n_draws=60)
     assert clean_table["aberrant"].mean() <= 0.05
-    assert {"lz", "p_value", "observed_mean", "expected_mean", "n_items"} <= set(clean_table.columns)
+    assert {"lz_mean", "p_value", "observed_mean", "expected_mean", "n_items"} <= set(clean_table.columns)
 
 
 def test_dif_finds_planted_items_and_nothing_on_a_clean_set(planted, clean):
@@ -159,7 +155,7 @@ def test_miskeyed_items_rank_the_flipped_keys_first_and_flag_nothing_on_a_clean_
     assert (table.loc[table["item"].isin(flipped), "strong_minus_weak"] < 0).mean() >= 0.9
     # the item's own slope shows more of the reversal than its loading, shrunk towards the group
     reversed_rows = table[table["item"].isin(flipped)]
-    assert (reversed_rows["slope"] < reversed_rows["alignment"]).mean() >= 0.8
+    assert (reversed_rows["slope_mean"] < reversed_rows["alignment_mean"]).mean() >= 0.8
     assert miskeyed_items(clean[1])["flagged"].sum() <= 1
 
 

@@ -28,7 +28,7 @@ def test_calibration_bins_count_every_cell():
     y = (rng.random(5000) < p).astype(float)
     table = calibration_table(y, p, n_bins=5)
     assert table["count"].sum() == 5000
-    np.testing.assert_allclose(table["observed_rate"], table["mean_predicted"], atol=0.04)
+    np.testing.assert_allclose(table["observed_rate"], table["predicted_mean"], atol=0.04)
 
 
 def test_spearman_is_rank_based():

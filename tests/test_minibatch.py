@@ -30,7 +30,7 @@ def stream():
 @pytest.fixture(scope="module")
 def stream_fit(stream):
     return fit_minibatch_advi(
-        stream, 2, llm_batch=100, item_batch=500, max_epochs=60, draws=400, random_seed=1, progressbar=False
+        stream, 2, llm_batch=100, item_batch=500, max_epochs=60, draws=400, seed=1, progressbar=False
     )
 
 
@@ -99,7 +99,7 @@ def test_identification_leaves_predictions_unchanged(stream_fit):
 
 def test_minibatch_fit_is_reproducible_from_its_seed(stream, stream_fit):
     again = fit_minibatch_advi(
-        stream, 2, llm_batch=100, item_batch=500, max_epochs=60, draws=400, random_seed=1, progressbar=False
+        stream, 2, llm_batch=100, item_batch=500, max_epochs=60, draws=400, seed=1, progressbar=False
     )
     np.testing.assert_array_equal(
         again["variational"]["ability_mean"].values, stream_fit["variational"]["ability_mean"].values
@@ -112,7 +112,7 @@ def test_minibatch_fit_is_reproducible_from_its_seed(stream, stream_fit):
         item_batch=500,
         max_epochs=2,
         min_epochs=1,
-        random_seed=2,
+        seed=2,
         progressbar=False,
     )
     assert not np.allclose(
@@ -137,7 +137,7 @@ def test_minibatch_agrees_with_full_data_advi(small_sim, advi_fit):
         llm_batch=30,
         item_batch=230,
         max_epochs=60,
-        random_seed=0,
+        seed=0,
         progressbar=False,
     )
     full_loading = advi_fit["posterior"]["loading"].mean(("chain", "draw")).values
@@ -170,7 +170,7 @@ from benchmirt_bayes.inference.minibatch import _placements
 assert len(jax.devices()) == 2, jax.devices()
 source = StreamingSimulation(n_llms=100, n_items=1000, seed=2)
 kw = dict(llm_batch=50, item_batch=250, max_epochs=3, min_epochs=3, anneal_epochs=0,
-          random_seed=0, progressbar=False)
+          seed=0, progressbar=False)
 one = fit_minibatch_advi(source, 2, **kw)
 two = fit_minibatch_advi(source, 2, devices=2, **kw)
 for name in ("ability_loc", "loading_loc", "intercept_loc"):
@@ -217,12 +217,10 @@ def test_a_minibatch_fit_is_an_ordinary_fit_for_every_analysis(small_sim, tmp_pa
         item_batch=230,
         max_epochs=30,
         draws=50,
-        random_seed=0,
+        seed=0,
         progressbar=False,
     )
-    advi = fit_posterior(
-        small_sim.responses, 2, method="advi", random_seed=0, advi={"draws": 5, "max_steps": 400}
-    )
+    advi = fit_posterior(small_sim.responses, 2, method="advi", seed=0, advi={"draws": 5, "max_steps": 400})
     for group in ("posterior", "observed_data", "sample_stats", "elbo"):
         assert group in fit.children
     for name, var in advi["posterior"].data_vars.items():

@@ -27,7 +27,7 @@ def test_lsat7_2pl_within_one_standard_error_of_mirt():
         1,
         spec="2pl",
         method="nuts",
-        random_seed=7,
+        seed=7,
         progressbar=False,
         nuts={"draws": 600, "tune": 600, "chains": 2},
     )
@@ -54,7 +54,7 @@ def test_sat12_2pl_correlates_with_mirt():
         1,
         spec="2pl",
         method="nuts",
-        random_seed=3,
+        seed=3,
         progressbar=False,
         nuts={"draws": 400, "tune": 400, "chains": 2},
     )
@@ -80,7 +80,7 @@ def test_sat12_two_dimensions_match_mirt_up_to_rotation():
         responses,
         2,
         method="nuts",
-        random_seed=5,
+        seed=5,
         progressbar=False,
         nuts={"draws": 400, "tune": 400, "chains": 2},
     )

@@ -22,7 +22,7 @@ def nuts(sim):
         sim.responses,
         2,
         method="nuts",
-        random_seed=1,
+        seed=1,
         progressbar=False,
         nuts={"draws": 1000, "tune": 1000, "chains": 4},
     )
@@ -73,9 +73,7 @@ def test_nuts_converges_on_identified_quantities(nuts):
 
 
 def test_advi_agrees_with_nuts_on_abilities(nuts, sim):
-    advi = fit_posterior(
-        sim.responses, 2, method="advi", random_seed=2, progressbar=False, advi={"draws": 500}
-    )
+    advi = fit_posterior(sim.responses, 2, method="advi", seed=2, progressbar=False, advi={"draws": 500})
     a = nuts["posterior"]["ability"].mean(("chain", "draw")).values
     b = advi["posterior"]["ability"].mean(("chain", "draw")).values
     b = b @ procrustes(b, a)

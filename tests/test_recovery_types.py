@@ -34,7 +34,7 @@ def nuts(sim):
         sim.responses,
         2,
         method="nuts",
-        random_seed=1,
+        seed=1,
         progressbar=False,
         nuts={"draws": 300, "tune": 300, "chains": 2},
     )

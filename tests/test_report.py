@@ -40,7 +40,7 @@ def test_report_with_restarts_has_the_stability_section(tiny_sim, tmp_path):
     from benchmirt_bayes import fit_posterior
 
     fit = fit_posterior(
-        tiny_sim.responses, 2, method="advi", restarts=2, random_seed=2, progressbar=False, advi={"draws": 50}
+        tiny_sim.responses, 2, method="advi", restarts=2, seed=2, progressbar=False, advi={"draws": 50}
     )
     page = write_report(fit, tmp_path / "r").read_text()
     assert "stability" in sections_in(page)

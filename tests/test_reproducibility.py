@@ -18,12 +18,12 @@ from benchmirt_bayes import fit_posterior, simulate_benchmirt
 responses = simulate_benchmirt(scale=0.002, n_llms=20, seed=3).responses
 small = {"draws": 15, "tune": 15, "chains": 2}
 fits = {
-    sampler: fit_posterior(responses, 2, random_seed=7, progressbar=False, nuts={**small, "sampler": sampler})
+    sampler: fit_posterior(responses, 2, seed=7, progressbar=False, nuts={**small, "sampler": sampler})
     for sampler in ("nutpie", "pymc", "numpyro")
 }
 fits |= {
     "advi": fit_posterior(
-        responses, 2, method="advi", random_seed=7, progressbar=False, advi={"draws": 10, "max_steps": 300}
+        responses, 2, method="advi", seed=7, progressbar=False, advi={"draws": 10, "max_steps": 300}
     ),
 }
 np.savez(sys.argv[1], **{name: fit["posterior"]["intercept"].values for name, fit in fits.items()})

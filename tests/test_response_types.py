@@ -343,7 +343,7 @@ def test_science_graded_fit_agrees_with_maximum_likelihood():
         1,
         spec="2pl",
         method="nuts",
-        random_seed=4,
+        seed=4,
         progressbar=False,
         nuts={"draws": 1000, "tune": 500, "chains": 4},
     )
@@ -364,9 +364,7 @@ def test_science_graded_fit_agrees_with_maximum_likelihood():
 def mixed_fit(mixed_sim):
     from benchmirt_bayes import fit_posterior
 
-    return fit_posterior(
-        mixed_sim.responses, 2, method="advi", random_seed=3, progressbar=False, advi={"draws": 60}
-    )
+    return fit_posterior(mixed_sim.responses, 2, method="advi", seed=3, progressbar=False, advi={"draws": 60})
 
 
 @pytest.mark.slow

@@ -18,19 +18,8 @@ from benchmirt_bayes import (
     simulate_benchmirt,
     with_score_link,
 )
-from benchmirt_bayes.analyses.score_estimation import (
-    ScoreLink,
-    _design,
-    _fit_benchmark_link,
-    _fit_index,
-    _index_predict,
-    _link_estimate,
-    _ridge,
-    grid_ability_posterior,
-    gross_outliers,
-    natural_spline_basis,
-    sampled_ability_posterior,
-)
+from benchmirt_bayes.analyses.ability_posterior import grid_ability_posterior, sampled_ability_posterior
+from benchmirt_bayes.analyses.score_link import BenchmarkLink, LinkFeatures, ScoreLink
 from benchmirt_bayes.analyses.score_neighbours import (
     Kernel,
     between_neighbours,
@@ -41,6 +30,7 @@ from benchmirt_bayes.analyses.score_neighbours import (
     encode_answers,
     nearest,
 )
+from benchmirt_bayes.analyses.score_regression import IndexCurve, gross_outliers, natural_spline_basis, ridge
 from benchmirt_bayes.analyses.score_selection import forward_stepwise
 from benchmirt_bayes.analyses.scoring import ItemDraws
 
@@ -66,7 +56,7 @@ def setting():
         reduced.subset(llms=list(train)),
         2,
         method="advi",
-        random_seed=3,
+        seed=3,
         progressbar=False,
         advi={"draws": 100},
     )
@@ -96,7 +86,7 @@ def test_link_estimates_full_scores_of_held_out_llms_with_calibrated_intervals(s
         fit, answers, link=link, estimator=["package", "naive", "irt", "blend"], n_draws=10
     )
     table["truth"] = [full.loc[llm, b] for llm, b in zip(table["llm"], table["benchmark"], strict=True)]
-    error = (table["estimate"] - table["truth"]).abs()
+    error = (table["mean"] - table["truth"]).abs()
     rmse = table.assign(e2=error**2).groupby("estimator")["e2"].mean() ** 0.5
     raw = ((100 * table["kept_mean"] - table["truth"]) ** 2).mean() ** 0.5
     assert rmse["package"] < 0.6 * raw  # the model-based link beats the plain mean of the kept items
@@ -120,8 +110,8 @@ def test_a_stored_link_travels_with_the_fit_and_without_one_the_irt_estimate_is_
     pd.testing.assert_frame_equal(a, b)
     plain = estimate_scores(fit, answers, n_draws=5)
     assert set(plain["estimator"]) == {"irt_fitted_items"}
-    assert ((plain["lower"] <= plain["estimate"]) & (plain["estimate"] <= plain["upper"])).all()
-    assert plain["estimate"].between(0, 1).all()
+    assert ((plain["lower"] <= plain["mean"]) & (plain["mean"] <= plain["upper"])).all()
+    assert plain["mean"].between(0, 1).all()
     with pytest.raises(KeyError, match="not in the fitted posterior"):
         estimate_scores(fit, pd.DataFrame({"no_such_item": [1.0]}, index=["x"]))
 
@@ -200,11 +190,11 @@ def test_single_index_form_follows_a_curved_link_that_the_additive_form_cannot()
     target = 100 * expit(2.5 * (answers @ weights - weights.sum() / 2) / np.sqrt(weights @ weights))
     target += rng.normal(0, 0.5, len(target))
     design = (np.column_stack([np.ones(len(target)), answers]), np.r_[0.0, np.full(30, 1e-4)])
-    index = _fit_index(design, target)
-    curved = np.sqrt(np.mean((_index_predict(design[0], index) - target) ** 2))
-    straight = np.sqrt(np.mean((design[0] @ _ridge(design, target) - target) ** 2))
+    index = IndexCurve.fit(design, target)
+    curved = np.sqrt(np.mean((index.predict(design[0]) - target) ** 2))
+    straight = np.sqrt(np.mean((design[0] @ ridge(design, target) - target) ** 2))
     assert curved < 0.5 * straight
-    assert np.corrcoef(index["weights"][1:], weights)[0, 1] > 0.95  # the items' relative weights
+    assert np.corrcoef(index.weights[1:], weights)[0, 1] > 0.95  # the items' relative weights
 
 
 @pytest.mark.slow
@@ -223,7 +213,7 @@ def test_stepwise_items_predict_held_out_full_scores_better_than_random_items(se
         answers = reduced.data.sel(llm=list(test), item=items).to_pandas()
         table = estimate_scores(fit, answers, link=link, n_draws=5)
         truth = [full.loc[llm, b] for llm, b in zip(table["llm"], table["benchmark"], strict=True)]
-        return float(np.sqrt(np.mean((table["estimate"] - truth) ** 2)))
+        return float(np.sqrt(np.mean((table["mean"] - truth) ** 2)))
 
     assert held_out_rmse(stepwise) < held_out_rmse(random)
     with pytest.raises(ValueError, match="no benchmark of the fit has full scores"):
@@ -365,14 +355,11 @@ def test_neighbour_corrections_learn_family_errors_that_the_items_cannot_see(set
     link = fit_score_link(
         fit, scores.loc[training], items=kept, responses=relatives.subset(llms=training), n_draws=5
     )
-    counts = [bench.neighbour_count for bench in link.benchmarks.values()]
+    counts = [bench.neighbours.count if bench.neighbours else 0 for bench in link.benchmarks.values()]
     assert sum(c > 0 for c in counts) >= 0.75 * len(counts)  # a benchmark's own noise may hide the shift
-    plain = ScoreLink(
-        {
-            b: dataclasses.replace(bench, neighbour_count=0, neighbour_kernel=[])
-            for b, bench in link.benchmarks.items()
-        },
-        score_max=link.score_max,
+    plain = dataclasses.replace(
+        link,
+        benchmarks={b: dataclasses.replace(bench, neighbours=None) for b, bench in link.benchmarks.items()},
     )
     answers = relatives.data.sel(llm=held_out, item=kept).to_pandas()
     truth = scores.loc[held_out]
@@ -380,7 +367,7 @@ def test_neighbour_corrections_learn_family_errors_that_the_items_cannot_see(set
     def rmse(table: pd.DataFrame) -> float:
         table = table[table["estimator"] == "package"]  # a benchmark without kept items has no link
         pairs = zip(table["llm"], table["benchmark"], strict=True)
-        error = table["estimate"].to_numpy() - np.array([truth.loc[u, b] for u, b in pairs])
+        error = table["mean"].to_numpy() - np.array([truth.loc[u, b] for u, b in pairs])
         return float(np.sqrt(np.mean(error**2)))
 
     corrected = estimate_scores(fit, answers, link=link, n_draws=5)
@@ -388,26 +375,10 @@ def test_neighbour_corrections_learn_family_errors_that_the_items_cannot_see(set
     # in training answer alike), so the neighbours take a share of what is left
     assert rmse(corrected) < 0.95 * rmse(estimate_scores(fit, answers, link=plain, n_draws=5))
     stored = ScoreLink.from_json(link.to_json())
-    averaged = json.loads(link.to_json()) | {"format": 2}  # neighbours averaged, not kriged: refit
-    with pytest.raises(ValueError, match="refit"):
-        ScoreLink.from_json(json.dumps(averaged))
     pd.testing.assert_frame_equal(corrected, estimate_scores(fit, answers, link=stored, n_draws=5))
-    # a format-3 link (kriging by answers alone) still reads, as a kernel without score weight
-    by_answers = ScoreLink(
-        {
-            b: dataclasses.replace(bench, neighbour_kernel=bench.neighbour_kernel[:2], neighbour_estimates=[])
-            for b, bench in link.benchmarks.items()
-        },
-        link.reference,
-        link.score_max,
-    )
-    older = json.loads(by_answers.to_json()) | {"format": 3}
-    for bench in older["benchmarks"].values():
-        del bench["neighbour_estimates"]
-    pd.testing.assert_frame_equal(
-        estimate_scores(fit, answers, link=ScoreLink.from_json(json.dumps(older)), n_draws=5),
-        estimate_scores(fit, answers, link=by_answers, n_draws=5),
-    )
+    for earlier in (1, 2, 3, 4):  # one storage format: a link stored otherwise is refitted
+        with pytest.raises(ValueError, match="refit"):
+            ScoreLink.from_json(json.dumps(json.loads(link.to_json()) | {"format": earlier}))
     unanswered = answers.iloc[:1] * np.nan  # nothing to find relatives by: the plain link's estimate
     pd.testing.assert_frame_equal(
         estimate_scores(fit, unanswered, link=link, n_draws=5),
@@ -428,37 +399,33 @@ def test_a_cluster_of_ceiling_scores_does_not_lend_a_kept_item_its_weight():
     answers[trained] = 1.0
     ability[trained] = 2.5
     target[trained] = 100.0
-    features = {
-        "ability": ability[:, None],
-        "irt": expit(ability[:, None] - difficulty).mean(axis=1),
-        "naive": answers.mean(axis=1),
-        "answers": answers,
-    }
-    knots = [list(np.quantile(ability, np.linspace(0.05, 0.95, 5)))]
+    features = LinkFeatures(
+        ability=ability[:, None],
+        irt=expit(ability[:, None] - difficulty).mean(axis=1),
+        naive=answers.mean(axis=1),
+        answers=answers,
+    )
     found = nearest(answers, answers, 50, exclude_self=True)
-    link = _fit_benchmark_link(
+    link = BenchmarkLink.fit(
         features,
         target,
-        knots,
-        [],
-        0.9,
-        5,
-        np.random.default_rng(0),
-        found,
-        between_neighbours(found, answers),
+        items=[],
+        ci_prob=0.9,
+        folds=5,
+        rng=np.random.default_rng(0),
+        neighbours=found,
+        among=between_neighbours(found, answers),
     )
-    x, penalty = _design(features, knots, "package")
+    x, penalty = link.design.matrix(features, "package")
     smooth = x.shape[1] - n_items
     flagged = gross_outliers((x[:, :smooth], penalty[:smooth]), target)
     assert set(np.flatnonzero(flagged)) >= set(trained) and flagged.sum() <= len(trained) + 5
     assert link.training["outliers_left_out"] == flagged.sum()
 
     ordinary = np.setdiff1d(np.arange(n), trained)[:200]
-    lucky = {key: value[ordinary].copy() for key, value in features.items()}
-    lucky["answers"][:, -1] = 1.0
-    jump = _link_estimate(lucky, link, "package") - _link_estimate(
-        {key: value[ordinary] for key, value in features.items()}, link, "package"
-    )
+    lucky = features.take(ordinary)
+    lucky.answers[:, -1] = 1.0
+    jump = link.predict(lucky, "package") - link.predict(features.take(ordinary), "package")
     assert np.abs(jump).max() < 3.0  # least squares on every row gives this item +37 points
 
 
@@ -479,13 +446,14 @@ def test_sampled_ability_posterior_agrees_with_the_grid_in_two_dimensions(settin
     # the IRT interval of a sampled posterior is an interval of the same quantity
     answers = pd.DataFrame(outcomes, index=[f"u{u}" for u in range(40)], columns=draws.items)
     on_grid = estimate_scores(fit, answers, n_draws=10)
-    from benchmirt_bayes.analyses import score_estimation
+    from benchmirt_bayes.analyses import score_link
 
-    sampler = score_estimation.sampled_ability_posterior
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(score_estimation, "ability_posterior", lambda d, o, seed: sampler(d, o, seed=seed))
+        patch.setattr(
+            score_link, "ability_posterior", lambda d, o, seed: sampled_ability_posterior(d, o, seed=seed)
+        )
         by_samples = estimate_scores(fit, answers, n_draws=10)
-    assert np.abs(by_samples["estimate"] - on_grid["estimate"]).max() < 0.03
+    assert np.abs(by_samples["mean"] - on_grid["mean"]).max() < 0.03
     width = on_grid["upper"] - on_grid["lower"]
     assert 0.7 < np.median((by_samples["upper"] - by_samples["lower"]) / width) < 1.3
 
@@ -506,10 +474,10 @@ def test_a_link_says_which_benchmarks_have_too_few_known_scores_and_keeps_one_un
     assert (table["score_max"] == 100).all()
     unlinked = table[table["benchmark"] == few]
     assert set(unlinked["estimator"]) == {"irt_fitted_items"}
-    assert unlinked["estimate"].between(1, 100).all()  # percent, as every other row
+    assert unlinked["mean"].between(1, 100).all()  # percent, as every other row
     plain = estimate_scores(fit, answers, n_draws=5)
     np.testing.assert_allclose(
-        unlinked["estimate"].to_numpy(), 100 * plain.loc[plain["benchmark"] == few, "estimate"].to_numpy()
+        unlinked["mean"].to_numpy(), 100 * plain.loc[plain["benchmark"] == few, "mean"].to_numpy()
     )
     assert (plain["score_max"] == 1).all()
     fractions = fit_score_link(fit, full.loc[train, others[:2]] / 100, items=kept, n_draws=5)
@@ -547,7 +515,7 @@ def test_the_score_link_works_on_a_three_dimension_fit_of_the_real_leaderboard()
     llms = np.random.default_rng(0).choice(board.llms, 360, replace=False)
     train, test = list(llms[:300]), list(llms[300:])
     fit = fit_posterior(
-        board.subset(llms=train), 3, method="advi", random_seed=1, progressbar=False, advi={"draws": 100}
+        board.subset(llms=train), 3, method="advi", seed=1, progressbar=False, advi={"draws": 100}
     )
     full = pd.DataFrame(
         {b: load_open_llm_leaderboard_reference(path, b)["full_score"] for b in board.benchmark_names}
@@ -555,11 +523,11 @@ def test_the_score_link_works_on_a_three_dimension_fit_of_the_real_leaderboard()
     kept = list(select_items(fit, n_items=50, method="random", seed=0))
     link = fit_score_link(fit, full, items=kept, n_draws=10)
     assert set(link.benchmarks) == set(board.benchmark_names)
-    assert all(len(bench.knots) == 3 for bench in link.benchmarks.values())  # a spline per dimension
+    assert all(len(bench.design.knots) == 3 for bench in link.benchmarks.values())  # a spline per dimension
     answers = board.data.sel(llm=test, item=kept).to_pandas()
     table = estimate_scores(fit, answers, link=link, n_draws=10, estimator=["package", "naive"])
     truth = np.array([full.loc[u, b] for u, b in zip(table["llm"], table["benchmark"], strict=True)])
-    table["error"] = table["estimate"] - truth
+    table["error"] = table["mean"] - truth
     table["covered"] = (table["lower"] <= truth) & (truth <= table["upper"])
     rmse = table.groupby("estimator")["error"].apply(lambda e: float(np.sqrt(np.mean(e**2))))
     assert rmse["package"] < rmse["naive"]

@@ -78,7 +78,7 @@ def test_adaptive_testing_converges_and_beats_random_order(known_items):
             trajectory = adaptive_test(
                 posterior, lambda item, a=answers: a[int(item[1:])], budget=20, order=order, seed=j
             )
-            estimate = trajectory[["mean_dim_1", "mean_dim_2"]].to_numpy()
+            estimate = trajectory[["dim_1_mean", "dim_2_mean"]].to_numpy()
             errors[order].append(np.linalg.norm(estimate - true, axis=1))
     adaptive, random = np.mean(errors["information"], axis=0), np.mean(errors["random"], axis=0)
     assert adaptive[-1] < adaptive[0]  # converges towards the truth
@@ -92,7 +92,7 @@ def test_adaptive_test_stops_at_the_requested_sd(known_items):
     trajectory = adaptive_test(posterior, lambda item: answers[int(item[1:])], budget=200, stop_sd=0.5)
     assert len(trajectory) < 200
     last = trajectory.iloc[-1]
-    assert last["sd_dim_1"] < 0.5 and last["sd_dim_2"] < 0.5
+    assert last["dim_1_sd"] < 0.5 and last["dim_2_sd"] < 0.5
     with pytest.raises(ValueError, match="budget"):
         adaptive_test(posterior, lambda item: 1.0, budget=0)
 

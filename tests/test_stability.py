@@ -12,7 +12,7 @@ def stable_nuts(tiny_sim):
         2,
         method="nuts",
         restarts=2,
-        random_seed=21,
+        seed=21,
         progressbar=False,
         nuts={"draws": 200, "tune": 300, "chains": 2},
     )
@@ -31,9 +31,7 @@ def test_well_specified_nuts_fit_is_stable(stable_nuts):
 def test_too_many_dimensions_is_unstable():
     """4 dimensions for 15 LLMs with a 2-dimension truth: the extra dimensions do not come back."""
     data = simulate_benchmirt(scale=0.004, n_llms=15, seed=5).responses
-    fit = fit_posterior(
-        data, 4, method="advi", restarts=3, random_seed=4, progressbar=False, advi={"draws": 100}
-    )
+    fit = fit_posterior(data, 4, method="advi", restarts=3, seed=4, progressbar=False, advi={"draws": 100})
     report = check_stability(fit)
     assert not report.stable
     assert any("congruence" in r for r in report.reasons)
@@ -48,7 +46,7 @@ def test_advi_stopped_far_too_early_is_unstable(tiny_sim):
         2,
         method="advi",
         restarts=3,
-        random_seed=6,
+        seed=6,
         progressbar=False,
         advi={"draws": 100, "max_steps": 40},
     )

@@ -56,13 +56,15 @@ def _fit_from_truth(n_llms=80, n_items=60, seed=0, flipped=()):
 def test_ability_table_has_means_sds_intervals_and_ranks():
     tree, responses, _ = _fit_from_truth()
     table = ability_table(tree, ci_prob=0.9)
-    assert list(table.columns[:5]) == ["dim_1", "dim_1_sd", "dim_1_lower", "dim_1_upper", "dim_1_rank"]
+    assert list(table.index.names) == ["llm", "dimension"]
+    assert list(table.columns[:5]) == ["mean", "sd", "lower", "upper", "rank"]
+    dim_1 = table.xs("dim_1", level="dimension")
     draws = tree["posterior"]["ability"].sel(dimension="dim_1")
     expected = draws.mean(("chain", "draw")).to_series()
-    np.testing.assert_allclose(table["dim_1"], expected.loc[table.index])
-    np.testing.assert_allclose(table["dim_1_sd"], draws.std(("chain", "draw")).to_series().loc[table.index])
-    assert (table["dim_1_lower"] < table["dim_1"]).all() and (table["dim_1"] < table["dim_1_upper"]).all()
-    assert table["dim_1"].is_monotonic_decreasing and table["dim_1_rank"].iloc[0] == 1
+    np.testing.assert_allclose(dim_1["mean"], expected.loc[dim_1.index])
+    np.testing.assert_allclose(dim_1["sd"], draws.std(("chain", "draw")).to_series().loc[dim_1.index])
+    assert (dim_1["lower"] < dim_1["mean"]).all() and (dim_1["mean"] < dim_1["upper"]).all()
+    assert dim_1["mean"].is_monotonic_decreasing and dim_1["rank"].iloc[0] == 1
     assert (table["n_answered"] == responses.n_items).all()
     with pytest.raises(ValueError, match="interval"):
         ability_table(tree, ci_prob=1.5)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from benchmirt_bayes.posterior import responses_from_tree
-from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
+from benchmirt_bayes.summaries import CI_PROB, summarise_draws
 
 
 def ability_table(posterior: xr.DataTree, *, ci_prob: float = CI_PROB) -> pd.DataFrame:
@@ -28,10 +30,12 @@ def ability_table(posterior: xr.DataTree, *, ci_prob: float = CI_PROB) -> pd.Dat
     Returns
     -------
     DataFrame
-        Index ``llm``; for every dimension ``d`` the columns ``d`` (posterior mean),
-        ``d_sd``, ``d_lower``, ``d_upper`` and ``d_rank`` (1 = highest mean), then
-        ``n_answered`` (items the LLM has a response to). Sorted by the first dimension,
-        highest first.
+        Long: index ``(llm, dimension)``, columns ``mean``, ``sd``, ``lower``, ``upper``,
+        ``rank`` (1 = highest mean on that dimension) and ``n_answered`` (items the LLM has
+        a response to). LLMs are ordered by their mean on the first dimension, highest
+        first. ``table.xs("dim_1", level="dimension")`` gives one dimension;
+        :meth:`LLMScore.ability_summary <benchmirt_bayes.LLMScore.ability_summary>` has the
+        same layout for a scored LLM.
 
     Examples
     --------
@@ -39,23 +43,26 @@ def ability_table(posterior: xr.DataTree, *, ci_prob: float = CI_PROB) -> pd.Dat
     >>> table.head()  # doctest: +SKIP
 
     """
-    check_ci_prob(ci_prob)
     ability = posterior["posterior"]["ability"]
-    draws = ability.stack(sample_index=("chain", "draw")).transpose("llm", "dimension", "sample_index").values
+    draws = ability.stack(sample_index=("chain", "draw")).transpose("sample_index", "llm", "dimension").values
     llms = ability["llm"].values.astype(str)
     dims = [str(d) for d in ability["dimension"].values]
-    columns: dict[str, np.ndarray] = {}
-    for k, dim in enumerate(dims):
-        summary = summarise_draws(draws[:, k, :], axis=1, ci_prob=ci_prob)
-        mean = summary["mean"]
-        columns[dim] = mean
-        columns[f"{dim}_sd"] = summary["sd"]
-        columns[f"{dim}_lower"] = summary["lower"]
-        columns[f"{dim}_upper"] = summary["upper"]
-        columns[f"{dim}_rank"] = pd.Series(mean).rank(ascending=False, method="min").to_numpy().astype(int)
-    table = pd.DataFrame(columns, index=pd.Index(llms, name="llm"))
+    table = ability_frame(draws, llms, dims, ci_prob)
+    table["rank"] = table.groupby(level="dimension")["mean"].rank(ascending=False, method="min").astype(int)
     if "observed_data" in posterior.children:
         responses = responses_from_tree(posterior)
         answered = pd.Series(responses.observed.sum(axis=1), index=responses.llms.astype(str))
-        table["n_answered"] = answered.reindex(table.index).to_numpy()
-    return table.sort_values(dims[0], ascending=False)
+        table["n_answered"] = answered.reindex(table.index.get_level_values("llm")).to_numpy()
+    order = table.xs(dims[0], level="dimension")["mean"].sort_values(ascending=False).index
+    return table.reindex(pd.MultiIndex.from_product([order, dims], names=["llm", "dimension"]))
+
+
+def ability_frame(
+    draws: np.ndarray, llms: Sequence[str], dims: Sequence[str], ci_prob: float
+) -> pd.DataFrame:
+    """Summary of ability draws ``(sample, llm, dimension)`` indexed by ``(llm, dimension)``."""
+    summary = summarise_draws(np.asarray(draws), axis=0, ci_prob=ci_prob)
+    index = pd.MultiIndex.from_product(
+        [list(map(str, llms)), list(map(str, dims))], names=["llm", "dimension"]
+    )
+    return pd.DataFrame({key: value.ravel() for key, value in summary.items()}, index=index)

@@ -11,7 +11,7 @@ import xarray as xr
 
 from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.posterior import responses_from_tree
-from benchmirt_bayes.summaries import CI_PROB, interval_quantiles
+from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
 
 
 @dataclass(frozen=True)
@@ -21,11 +21,11 @@ class BenchmarkAudit:
     Attributes
     ----------
     table
-        Tidy: one row per (group, dimension) with ``r_mean``, ``r_low``,
-        ``r_high`` (credible interval of the correlation between ability and
-        the group's mean score), ``r_point`` (at the posterior mean abilities,
-        the published method), ``loading_mean``/``loading_low``/``loading_high``
-        (the group's mean loading), ``share_main`` (share of its items loading
+        Tidy: one row per (group, dimension) with ``r_mean``, ``r_sd``, ``r_lower``,
+        ``r_upper`` (posterior of the correlation between ability and the group's mean
+        score), ``r_point`` (at the posterior mean abilities, the published method),
+        ``loading_mean``/``loading_sd``/``loading_lower``/``loading_upper`` (the group's
+        mean loading), ``share_main`` (share of its items loading
         mainly on the dimension), ``share_negative`` (share with a negative
         loading on it) and ``n_items``.
     draws
@@ -104,7 +104,7 @@ def benchmark_correlations(
     point = np.zeros((len(groups), len(dims)))
     group_loading = np.zeros_like(correlations)
     rows = []
-    lo_q, hi_q = interval_quantiles(ci_prob)
+    check_ci_prob(ci_prob)
     for g, group in enumerate(groups):
         cols = labels == group
         count = observed[:, cols].sum(axis=1)
@@ -120,13 +120,9 @@ def benchmark_correlations(
                 {
                     "group": group,
                     "dimension": str(dim),
-                    "r_mean": float(np.nanmean(r)),
-                    "r_low": float(np.nanquantile(r, lo_q)),
-                    "r_high": float(np.nanquantile(r, hi_q)),
+                    **_scalars(summarise_draws(r, ci_prob=ci_prob, prefix="r", skipna=True)),
                     "r_point": float(point[g, k]),
-                    "loading_mean": float(gl.mean()),
-                    "loading_low": float(np.quantile(gl, lo_q)),
-                    "loading_high": float(np.quantile(gl, hi_q)),
+                    **_scalars(summarise_draws(gl, ci_prob=ci_prob, prefix="loading")),
                     "share_main": float(np.mean(main == k)),
                     "share_negative": float(np.mean(mean_loading[cols, k] < 0)),
                     "n_items": int(cols.sum()),
@@ -144,6 +140,10 @@ def benchmark_correlations(
     table = pd.DataFrame(rows)
     table.attrs = {"by": by, "ci_prob": ci_prob}
     return BenchmarkAudit(table, draws)
+
+
+def _scalars(summary: dict[str, np.ndarray]) -> dict[str, float]:
+    return {key: float(value) for key, value in summary.items()}
 
 
 def _pearson_over_llms(ability: np.ndarray, score: np.ndarray) -> np.ndarray:

@@ -31,12 +31,12 @@ class LLMComparison:
     Attributes
     ----------
     ability
-        One row per (pair, dimension): ``a``, ``b``, ``difference`` (posterior mean),
-        ``sd``, ``lower``, ``upper`` and ``p_below_zero`` = ``P(b − a < 0)``.
+        One row per (pair, dimension): ``a``, ``b``, then the difference ``b − a`` as
+        ``mean``, ``sd``, ``lower``, ``upper`` and ``p_below_zero`` = ``P(b − a < 0)``.
     scores
         One row per (pair, group): expected scores ``score_a``, ``score_b`` on ``[0, 1]``
-        over all the group's items, and the difference with ``sd``, ``lower``, ``upper``,
-        ``p_below_zero``.
+        over all the group's items, and the difference as ``mean``, ``sd``, ``lower``,
+        ``upper``, ``p_below_zero``.
     items
         Per pair, the ``top_items`` items whose expected score changes most (by the
         absolute posterior-mean difference), with its interval.
@@ -182,4 +182,4 @@ def _samples(llm: LLMRef, fitted: xr.DataArray, known: set[str], per_draw: int) 
 
 def _summary(values: np.ndarray, ci_prob: float) -> dict[str, float]:
     summary = {key: float(value) for key, value in summarise_draws(values, ci_prob=ci_prob).items()}
-    return {"difference": summary.pop("mean"), **summary, "p_below_zero": float(np.mean(values < 0))}
+    return {**summary, "p_below_zero": float(np.mean(values < 0))}

@@ -69,9 +69,9 @@ def differential_item_functioning(
     -------
     DataFrame
         One row per (focal group, item): ``focal``, ``item``, ``benchmark``, ``n_focal``
-        (focal LLMs that answered), ``delta`` (posterior mean shift of the focal group's
+        (focal LLMs that answered), ``delta_mean`` (posterior mean shift of the focal group's
         logit, > 0: easier for the group), ``delta_sd``, ``lfdr``, ``p_dif``,
-        ``flagged`` and ``z = delta / delta_sd``. Sorted by focal group, then ``lfdr``,
+        ``flagged`` and ``z = delta_mean / delta_sd``. Sorted by focal group, then ``lfdr``,
         then ``|z|``. The two-group fit (``pi0``,
         ``tau``) per focal group is in ``.attrs["two_group"]``.
 
@@ -109,7 +109,7 @@ def differential_item_functioning(
                     "item": responses.items.astype(str),
                     "benchmark": responses.benchmarks.astype(str),
                     "n_focal": n_focal,
-                    "delta": delta,
+                    "delta_mean": delta,
                     "delta_sd": delta_sd,
                     "lfdr": lfdr,
                     "p_dif": 1.0 - lfdr,

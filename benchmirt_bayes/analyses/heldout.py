@@ -415,14 +415,14 @@ def spearman_by_benchmark(responses: ResponseMatrix, test: np.ndarray, prob: np.
 def pool_calibration(cal: pd.DataFrame) -> pd.DataFrame:
     """Reliability-curve bins of every fold pooled per model (count-weighted)."""
     cal = cal.assign(
-        weighted_pred=cal["mean_predicted"] * cal["count"], weighted_obs=cal["observed_rate"] * cal["count"]
+        weighted_pred=cal["predicted_mean"] * cal["count"], weighted_obs=cal["observed_rate"] * cal["count"]
     )
-    grouped = cal.groupby(["model", "bin", "bin_lower", "bin_upper"], as_index=False)[
+    grouped = cal.groupby(["model", "bin", "bin_left", "bin_right"], as_index=False)[
         ["weighted_pred", "weighted_obs", "count"]
     ].sum()
-    grouped["mean_predicted"] = grouped["weighted_pred"] / grouped["count"]
+    grouped["predicted_mean"] = grouped["weighted_pred"] / grouped["count"]
     grouped["observed_rate"] = grouped["weighted_obs"] / grouped["count"]
-    return grouped[["model", "bin", "bin_lower", "bin_upper", "mean_predicted", "observed_rate", "count"]]
+    return grouped[["model", "bin", "bin_left", "bin_right", "predicted_mean", "observed_rate", "count"]]
 
 
 # ------------------------------------------------------------------ PSIS-LOO

@@ -110,9 +110,10 @@ def rank_items(
         One row per item, sorted by ``rank_mean`` (with ``within="benchmark"``: by
         benchmark in data order, then ``rank_mean``, so each benchmark's best items come
         together): ``benchmark``, ``subgroup``,
-        ``mdisc_*``, ``main_dimension`` (the dimension with the largest absolute
-        loading in most draws) and ``main_dimension_prob``, ``difficulty_*``,
-        ``information_*``, ``rank_mean``, ``rank_lower``, ``rank_upper``,
+        ``mdisc_*`` (``_mean``, ``_sd``, ``_lower``, ``_upper``), ``main_dimension`` (the
+        dimension with the largest absolute loading in most draws) and
+        ``p_main_dimension`` (the share of draws in which it is), ``difficulty_*``,
+        ``information_*``, ``rank_*``,
         ``p_top_k`` and three flags:
 
         ``uninformative``
@@ -158,18 +159,14 @@ def rank_items(
     out["benchmark"] = responses.benchmarks.astype(str)
     out["subgroup"] = responses.subgroups.astype(str)
     for name, values in (("mdisc", discrimination), ("difficulty", difficulty), ("information", info)):
-        summary = summarise_draws(values, axis=0, ci_prob=ci_prob)
-        out[f"{name}_mean"] = summary["mean"]
-        out[f"{name}_lower"] = summary["lower"]
-        out[f"{name}_upper"] = summary["upper"]
+        for column, summary in summarise_draws(values, axis=0, ci_prob=ci_prob, prefix=name).items():
+            out[column] = summary
     main = np.abs(loading).argmax(axis=-1)  # (draw, item)
     counts = np.stack([(main == d).mean(axis=0) for d in range(len(dims))], axis=1)
     out["main_dimension"] = np.array(dims)[counts.argmax(axis=1)]
-    out["main_dimension_prob"] = counts.max(axis=1)
-    rank = summarise_draws(ranks, axis=0, ci_prob=ci_prob)
-    out["rank_mean"] = rank["mean"]
-    out["rank_lower"] = rank["lower"]
-    out["rank_upper"] = rank["upper"]
+    out["p_main_dimension"] = counts.max(axis=1)
+    for column, summary in summarise_draws(ranks, axis=0, ci_prob=ci_prob, prefix="rank").items():
+        out[column] = summary
     out["p_top_k"] = (ranks <= top_k).mean(axis=0)
     median_info = np.median(out["information_mean"])
     out["uninformative"] = out["information_upper"] < uninformative_share * median_info

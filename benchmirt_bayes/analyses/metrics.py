@@ -66,13 +66,13 @@ def calibration_table(outcome: np.ndarray, probability: np.ndarray, n_bins: int 
     grouped = frame.groupby("bin")
     out = pd.DataFrame(
         {
-            "mean_predicted": grouped["predicted"].mean(),
+            "predicted_mean": grouped["predicted"].mean(),
             "observed_rate": grouped["observed"].mean(),
             "count": grouped.size(),
         }
     )
-    out["bin_lower"] = out.index / n_bins
-    out["bin_upper"] = (out.index + 1) / n_bins
+    out["bin_left"] = out.index / n_bins
+    out["bin_right"] = (out.index + 1) / n_bins
     return out.reset_index()
 
 

@@ -33,6 +33,7 @@ from benchmirt_bayes.analyses.dif import bayesian_fdr_selection
 from benchmirt_bayes.analyses.item_regression import item_coefficient, pooled, probability_below
 from benchmirt_bayes.analyses.predictive import DrawCells
 from benchmirt_bayes.model.response_models import mdisc
+from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
 
 DEFAULT_MARGIN = 0.25
 """Smallest reversed discrimination (logits per ability SD) that counts as working against."""
@@ -46,6 +47,7 @@ def miskeyed_items(
     fdr: float = 0.1,
     n_draws: int = 50,
     seed: int = 0,
+    ci_prob: float = CI_PROB,
 ) -> pd.DataFrame:
     """Items that discriminate against their group while strong LLMs fail them.
 
@@ -66,14 +68,17 @@ def miskeyed_items(
         flipped ones, and 36 of the 41 flagged (a false-discovery proportion of 0.12).
     n_draws, seed
         Posterior draws used and the seed that picks them.
+    ci_prob
+        Probability mass of the alignment's interval over draws.
 
     Returns
     -------
     DataFrame
         One row per item with at least two items in its group: ``item``, ``benchmark``,
-        ``group``, ``alignment`` (posterior mean) with ``alignment_lower`` /
-        ``alignment_upper`` (90 %), ``slope`` and ``slope_sd`` (the item's own
-        discrimination along its group), ``p_against``, ``strong_minus_weak`` (success rate
+        ``group``, ``alignment_mean``, ``alignment_sd``, ``alignment_lower``,
+        ``alignment_upper`` (the item's loading projected on its group's direction, over
+        draws), ``slope_mean`` and ``slope_sd`` (the item's own discrimination along its
+        group), ``p_against``, ``strong_minus_weak`` (success rate
         of the strongest minus the weakest quarter of LLMs along the group direction), and
         ``flagged``. Sorted by ``p_against``, highest first.
 
@@ -82,6 +87,7 @@ def miskeyed_items(
         raise ValueError(f"by must be 'subgroup' or 'benchmark', got {by!r}")
     if not 0 < fdr < 1:
         raise ValueError(f"fdr must be in (0, 1), got {fdr!r}")
+    check_ci_prob(ci_prob)
     cells = DrawCells(posterior, n_draws=n_draws, seed=seed)
     responses, layout = cells.responses, cells.layout
     items = responses.items.astype(str)
@@ -118,10 +124,8 @@ def miskeyed_items(
             "item": items[usable],
             "benchmark": responses.benchmarks.astype(str)[usable],
             "group": labels[usable],
-            "alignment": kept.mean(axis=0),
-            "alignment_lower": np.quantile(kept, 0.05, axis=0),
-            "alignment_upper": np.quantile(kept, 0.95, axis=0),
-            "slope": slope[usable],
+            **summarise_draws(kept, ci_prob=ci_prob, prefix="alignment"),
+            "slope_mean": slope[usable],
             "slope_sd": slope_sd[usable],
             "p_against": probability_below(slope[usable], slope_sd[usable], -margin)[0],
             "strong_minus_weak": strong_minus_weak[usable],
@@ -129,8 +133,8 @@ def miskeyed_items(
     )
     lfdr = np.where(table["strong_minus_weak"].to_numpy() < 0, 1.0 - table["p_against"].to_numpy(), 1.0)
     table["flagged"] = bayesian_fdr_selection(lfdr, fdr)
-    table.attrs = {"by": by, "margin": margin, "fdr": fdr}
-    return table.sort_values(["p_against", "slope"], ascending=[False, True]).reset_index(drop=True)
+    table.attrs = {"by": by, "margin": margin, "fdr": fdr, "ci_prob": ci_prob}
+    return table.sort_values(["p_against", "slope_mean"], ascending=[False, True]).reset_index(drop=True)
 
 
 def _strong_minus_weak(responses, groups, mean_ability, mean_unit) -> np.ndarray:

@@ -28,6 +28,7 @@ import pandas as pd
 import xarray as xr
 
 from benchmirt_bayes.analyses.predictive import DrawCells
+from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
 
 DEFAULT_ALPHA = 0.01
 """Default flagging threshold on the posterior predictive p-value (rates measured on
@@ -41,6 +42,7 @@ def person_fit(
     alpha: float = DEFAULT_ALPHA,
     n_draws: int = 100,
     seed: int = 0,
+    ci_prob: float = CI_PROB,
 ) -> pd.DataFrame:
     """Standardised log-likelihood ``l_z`` and its posterior predictive p-value per LLM × group.
 
@@ -61,19 +63,22 @@ def person_fit(
         Posterior draws used, each with one replicated data set.
     seed
         Seed of the draw subsample and of the replicated responses.
+    ci_prob
+        Probability mass of the interval of ``l_z`` over draws.
 
     Returns
     -------
     DataFrame
         One row per (LLM, group) with observed items: ``llm``, ``group``, ``n_items``,
-        ``lz`` (posterior mean), ``lz_lower``/``lz_upper`` (5 % and 95 % quantiles over
-        draws), ``p_value`` (of the pattern, one-sided: less likely than the model's own
-        replications), ``aberrant``, ``level_z`` (observed minus expected mean score in SDs),
+        ``lz_mean``, ``lz_sd``, ``lz_lower``, ``lz_upper`` (over draws), ``p_value`` (of the
+        pattern, one-sided: less likely than the model's own replications), ``aberrant``,
+        ``level_z`` (observed minus expected mean score in SDs),
         ``p_level`` (two-sided), ``level_shift``, and ``observed_mean`` / ``expected_mean``
         (the score on ``[0, 1]`` and the model's expectation). Sorted by ``p_value``, then
-        ``lz``.
+        ``lz_mean``.
 
     """
+    check_ci_prob(ci_prob)
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
     cells = DrawCells(posterior, n_draws=n_draws, seed=seed)
@@ -124,9 +129,10 @@ def person_fit(
                 "llm": np.repeat(responses.llms.astype(str), len(groups)),
                 "group": np.tile(np.asarray(groups, dtype=object), responses.n_llms),
                 "n_items": count.ravel().astype(int),
-                "lz": lz_all.mean(axis=0).ravel(),
-                "lz_lower": np.quantile(lz_all, 0.05, axis=0).ravel(),
-                "lz_upper": np.quantile(lz_all, 0.95, axis=0).ravel(),
+                **{
+                    column: values.ravel()
+                    for column, values in summarise_draws(lz_all, ci_prob=ci_prob, prefix="lz").items()
+                },
                 "level_z": level_all.mean(axis=0).ravel(),
                 "p_value": p_pattern.ravel(),
                 "p_level": p_level.ravel(),
@@ -137,5 +143,5 @@ def person_fit(
     table = table[table["n_items"] > 0].copy()
     table["aberrant"] = table["p_value"] < alpha
     table["level_shift"] = table["p_level"] < alpha
-    table.attrs = {"by": by, "alpha": alpha, "n_draws": n}
-    return table.sort_values(["p_value", "lz"]).reset_index(drop=True)
+    table.attrs = {"by": by, "alpha": alpha, "n_draws": n, "ci_prob": ci_prob}
+    return table.sort_values(["p_value", "lz_mean"]).reset_index(drop=True)

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from benchmirt_bayes.analyses.abilities import ability_frame
 from benchmirt_bayes.model.layout import ItemParameters, ResponseLayout
 from benchmirt_bayes.model.response_models import information_matrix, linear_predictor
 from benchmirt_bayes.posterior import fit_spec, responses_from_tree, thinned_draws, type_parameters
@@ -311,11 +312,13 @@ class LLMScore:
     picks (what :func:`~benchmirt_bayes.compare_llms` needs to compare it with fitted LLMs)."""
 
     def ability_summary(self, ci_prob: float = CI_PROB) -> pd.DataFrame:
-        """Mean, SD and central interval (of mass ``ci_prob``) of each ability dimension."""
-        return pd.DataFrame(
-            summarise_draws(self.ability.values, axis=0, ci_prob=ci_prob),
-            index=pd.Index(self.ability["dimension"].values, name="dimension"),
-        )
+        """Mean, SD and central interval (of mass ``ci_prob``) of each ability dimension.
+
+        The layout of :func:`~benchmirt_bayes.ability_table`: index ``(llm, dimension)``
+        (``llm`` is this score's name), columns ``mean``, ``sd``, ``lower``, ``upper``.
+        """
+        dims = self.ability["dimension"].values
+        return ability_frame(self.ability.values[:, None, :], [self.llm], dims, ci_prob)
 
 
 def score_llm(
@@ -446,7 +449,7 @@ def score_table(
     rows = []
     for llm, answers in per_llm.items():
         result = score_llm(posterior, answers, n_draws=n_draws, ci_prob=ci_prob, seed=seed, llm=llm)
-        for dim, row in result.ability_summary(ci_prob).iterrows():
+        for (_, dim), row in result.ability_summary(ci_prob).iterrows():
             rows.append({"llm": llm, "quantity": "ability", "name": dim, **row.to_dict()})
         for bench, row in result.benchmark_scores.iterrows():
             values = row[["mean", "sd", "lower", "upper", "observed", "n_answered"]].to_dict()
@@ -514,7 +517,7 @@ def adaptive_test(
     -------
     DataFrame
         One row per step: ``step``, ``item``, ``response``, then
-        ``mean_<dim>`` and ``sd_<dim>`` of the ability posterior after it.
+        ``<dim>_mean`` and ``<dim>_sd`` of the ability posterior after it.
 
     """
     if budget < 1:
@@ -547,8 +550,8 @@ def adaptive_test(
         ]
         row = {"step": step, "item": item, "response": response}
         for d, name in enumerate(item_draws.dimensions):
-            row[f"mean_{name}"] = samples[:, d].mean()
-            row[f"sd_{name}"] = samples[:, d].std()
+            row[f"{name}_mean"] = samples[:, d].mean()
+            row[f"{name}_sd"] = samples[:, d].std()
         rows.append(row)
         sds = samples.std(axis=0)
         if stop_sd is not None and np.all(sds < stop_sd):

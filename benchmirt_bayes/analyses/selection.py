@@ -52,7 +52,7 @@ from benchmirt_bayes.model.response_models import (
 )
 from benchmirt_bayes.posterior import point_parameters, point_type_parameters, responses_from_tree
 from benchmirt_bayes.rotations import procrustes
-from benchmirt_bayes.summaries import CI_PROB, interval_quantiles
+from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
 
 SelectionMethod = Literal["published", "information", "random"]
 METHODS = ("published", "information", "random")
@@ -436,15 +436,23 @@ def _correlations(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 
 
 def fidelity_summary(table: pd.DataFrame, ci_prob: float = CI_PROB) -> pd.DataFrame:
-    """Mean correlation per (target, method, fraction) with an interval over repeats (and dims/benchmarks)."""
+    """Correlations per (target, method, fraction), summarised over repeats.
+
+    Each repeat's correlations are first averaged over dimensions or benchmarks; the
+    repeats are then the sample that ``pearson_*`` and ``spearman_*`` (``_mean``, ``_sd``,
+    ``_lower``, ``_upper``) summarise, with ``repeats`` their count.
+    """
+    check_ci_prob(ci_prob)
     per_repeat = table.groupby(["target", "method", "fraction", "repeat"])[["pearson", "spearman"]].mean()
-    grouped = per_repeat.groupby(["target", "method", "fraction"])
-    low, high = interval_quantiles(ci_prob)
-    out = grouped.mean()
-    for col in ("pearson", "spearman"):
-        out[f"{col}_lower"] = grouped[col].quantile(low)
-        out[f"{col}_upper"] = grouped[col].quantile(high)
-    out["repeats"] = grouped.size()
+    rows = {}
+    for key, part in per_repeat.groupby(["target", "method", "fraction"]):
+        row: dict[str, float] = {}
+        for column in ("pearson", "spearman"):
+            summary = summarise_draws(part[column].to_numpy(), ci_prob=ci_prob, prefix=column, skipna=True)
+            row.update({name: float(value) for name, value in summary.items()})
+        rows[key] = {**row, "repeats": len(part)}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index = pd.MultiIndex.from_tuples(out.index, names=["target", "method", "fraction"])
     return out
 
 

@@ -155,7 +155,7 @@ def run_advi(
     polish_steps: int = 1000,
     window: int = 200,
     learning_rate: float = 0.02,
-    random_seed: int,
+    seed: int,
     progressbar: bool = True,
     start: dict | None = None,
 ) -> AdviResult:
@@ -182,7 +182,7 @@ def run_advi(
             approx = pm.fit(
                 n=max_steps + polish_steps,
                 method=method,
-                random_seed=random_seed,
+                random_seed=seed,
                 obj_optimizer=pm.adam(learning_rate=rate),
                 total_grad_norm_constraint=100.0,
                 callbacks=[rule],
@@ -190,7 +190,7 @@ def run_advi(
                 start=start,
             )
         with model:
-            tree = approx.sample(draws, random_seed=random_seed + 1)
+            tree = approx.sample(draws, random_seed=seed + 1)
     finally:
         quiet.setLevel(level)
     losses = np.asarray(approx.hist, dtype=float)

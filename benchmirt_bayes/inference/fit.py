@@ -67,7 +67,7 @@ def fit_posterior(
     nuts: NutsSettings | Mapping[str, Any] | None = None,
     advi: AdviSettings | Mapping[str, Any] | None = None,
     restarts: int = 1,
-    random_seed: int | None = None,
+    seed: int | None = None,
     spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
     likelihood: Literal["auto", "fused", "dense", "cells"] = "auto",
     progressbar: bool = True,
@@ -100,7 +100,7 @@ def fit_posterior(
         Independent fits with different seeds and initialisations; their
         chains are concatenated (coordinate ``restart`` on ``chain``) so that
         :func:`benchmirt_bayes.check_stability` can compare them.
-    random_seed
+    seed
         Seed of everything; ``None`` draws one from the OS and stores it, so
         every fit is reproducible from its attrs.
     spec
@@ -153,12 +153,12 @@ def fit_posterior(
     settings = resolve_settings(
         responses, n_dims, method=method, nuts=nuts, advi=advi, spec=spec, likelihood=likelihood
     )
-    if random_seed is None:
-        random_seed = int(np.random.SeedSequence().generate_state(1)[0])
+    if seed is None:
+        seed = int(np.random.SeedSequence().generate_state(1)[0])
     build_model(responses, settings.n_dims, spec=settings.spec, likelihood=settings.likelihood)  # fail fast
-    seeds = restart_seeds(random_seed, restarts)
+    seeds = restart_seeds(seed, restarts)
     raw_fits = run_restarts(responses, settings, seeds, progressbar, executor, restart_dir)
-    tree = assemble_posterior(responses, settings, raw_fits, random_seed)
+    tree = assemble_posterior(responses, settings, raw_fits, seed)
     return with_log_likelihood(tree) if log_likelihood else tree
 
 
@@ -223,10 +223,10 @@ def resolve_settings(
     )
 
 
-def restart_seeds(random_seed: int, restarts: int) -> list[int]:
-    """Independent per-restart seeds derived from one seed (restart 0 uses ``random_seed``)."""
-    children = np.random.SeedSequence(random_seed).spawn(max(restarts - 1, 0))
-    return [int(random_seed)] + [int(c.generate_state(1)[0]) for c in children]
+def restart_seeds(seed: int, restarts: int) -> list[int]:
+    """Independent per-restart seeds derived from one seed (restart 0 uses ``seed``)."""
+    children = np.random.SeedSequence(seed).spawn(max(restarts - 1, 0))
+    return [int(seed)] + [int(c.generate_state(1)[0]) for c in children]
 
 
 def require_sampler(sampler: str) -> None:
@@ -395,7 +395,7 @@ def _advi(
             polish_steps=advi.polish_steps,
             learning_rate=advi.learning_rate,
             window=advi.window,
-            random_seed=start_seed,
+            seed=start_seed,
             progressbar=progressbar,
             start=optimisation_start(model, responses, settings, init, start_seed),
         )
@@ -502,7 +502,7 @@ def assemble_posterior(
     responses: ResponseMatrix,
     settings: FitSettings,
     raw_fits: list[RawFit],
-    random_seed: int,
+    seed: int,
 ) -> xr.DataTree:
     """Concatenate restarts, identify, and attach data, stats and provenance.
 
@@ -538,12 +538,12 @@ def assemble_posterior(
     if elbos:
         groups["elbo"] = xr.concat(elbos, dim="restart", join="outer")
     tree = xr.DataTree.from_dict(groups)
-    tree.attrs = provenance_attrs(responses, settings, raw_fits, random_seed)
+    tree.attrs = provenance_attrs(responses, settings, raw_fits, seed)
     return tree
 
 
 def provenance_attrs(
-    responses: ResponseMatrix, settings: FitSettings, raw_fits: list[RawFit], random_seed: int
+    responses: ResponseMatrix, settings: FitSettings, raw_fits: list[RawFit], seed: int
 ) -> dict[str, Any]:
     """The attrs that make a fit self-describing and reproducible."""
     return provenance(
@@ -553,7 +553,7 @@ def provenance_attrs(
         spec_json=settings.spec_json,
         settings=settings.to_dict(),
         data_hash=responses.data_hash(),
-        random_seed=random_seed,
+        seed=seed,
         restart_seeds=[raw.seed for raw in raw_fits],
         seconds=[raw.seconds for raw in raw_fits],
         identification=(
@@ -565,7 +565,7 @@ def provenance_attrs(
 
 
 def fit_settings_from_attrs(tree: xr.DataTree) -> tuple[FitSettings, int, int]:
-    """Recover ``(settings, random_seed, restarts)`` to reproduce a stored fit."""
+    """Recover ``(settings, seed, restarts)`` to reproduce a stored fit."""
     return (
         FitSettings.from_json(tree.attrs["benchmirt_settings"]),
         int(tree.attrs["benchmirt_random_seed"]),

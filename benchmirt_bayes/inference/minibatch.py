@@ -59,7 +59,7 @@ class MinibatchSettings:
     tolerance: float = 2e-4
     learning_rate: float = 0.1
     anneal_epochs: int = 2
-    random_seed: int = 0
+    seed: int = 0
     spec: str = "exploratory"
 
     def __post_init__(self) -> None:
@@ -82,7 +82,7 @@ def fit_minibatch_advi(
     tolerance: float = 2e-4,
     learning_rate: float = 0.1,
     anneal_epochs: int = 2,
-    random_seed: int = 0,
+    seed: int = 0,
     spec: str | ModelSpec = "exploratory",
     devices: int | Sequence[Any] | None = None,
     draws: int = 200,
@@ -108,7 +108,7 @@ def fit_minibatch_advi(
     anneal_epochs
         Epochs run after the stopping rule (or ``max_epochs``) at a tenth of the step size,
         so the final means are not left jittering at the scale of the step size.
-    random_seed
+    seed
         Seeds initial values, block order and the Monte Carlo noise.
     spec
         Prior scales are read from this spec (abilities, loadings, intercepts); subgroup
@@ -158,13 +158,13 @@ def fit_minibatch_advi(
         tolerance=tolerance,
         learning_rate=learning_rate,
         anneal_epochs=anneal_epochs,
-        random_seed=random_seed,
+        seed=seed,
         spec=model_spec.name,
     )
     prior = _prior_scales(model_spec)
     codes = jnp.asarray(source.item_benchmark, dtype=jnp.int32)
     n_bench = len(source.benchmarks)
-    rng = np.random.default_rng([random_seed, 97])
+    rng = np.random.default_rng([seed, 97])
     params = _initial_params(n_llms, n_items, n_bench, n_dims, rng)
     state = _initial_adam_state(params, n_llms, n_items)
     col_placement, replicated = _placements(devices, settings.item_batch)
@@ -173,7 +173,7 @@ def fit_minibatch_advi(
     step = jax.jit(_make_step(source, codes, prior, (n_llms, n_items), settings), donate_argnums=(0, 1))
     row_blocks = _block_count(n_llms, settings.llm_batch)
     col_blocks = _block_count(n_items, settings.item_batch)
-    key = jax.random.PRNGKey(random_seed)
+    key = jax.random.PRNGKey(seed)
     elbo_history: list[float] = []
     seconds: list[float] = []
     converged = False
@@ -512,7 +512,7 @@ def _assemble(
         "dimension": dims,
         "benchmark": list(source.benchmarks),
     }
-    rng = np.random.default_rng([settings.random_seed, 31])
+    rng = np.random.default_rng([settings.seed, 31])
 
     def normal(name: str, rotate: bool) -> np.ndarray:
         loc, sd = raw[f"{name}_loc"], np.exp(raw[f"{name}_log_sd"])
@@ -604,8 +604,8 @@ def _assemble(
             spec_json=spec.to_json(),
             settings={**asdict(settings), "draws": draws},
             data_hash=responses.data_hash() if responses is not None else _source_hash(source),
-            random_seed=settings.random_seed,
-            restart_seeds=[settings.random_seed],
+            seed=settings.seed,
+            restart_seeds=[settings.seed],
             seconds=[float(np.sum(seconds))],
             identification="varimax of the variational mean loadings, sign and order convention",
         ),

@@ -197,7 +197,7 @@ def plot_benchmark_heatmap(audit_table, *, title: str | None = None) -> Figure:
             ax.text(
                 j,
                 i,
-                f"{row['r_mean']:.2f}\n[{row['r_low']:.2f}, {row['r_high']:.2f}]",
+                f"{row['r_mean']:.2f}\n[{row['r_lower']:.2f}, {row['r_upper']:.2f}]",
                 ha="center",
                 va="center",
                 fontsize=7,
@@ -299,7 +299,7 @@ def plot_group_forest(audit_table, *, dimension: str | None = None) -> Figure:
         ax.errorbar(
             rows["r_mean"],
             positions,
-            xerr=[rows["r_mean"] - rows["r_low"], rows["r_high"] - rows["r_mean"]],
+            xerr=[rows["r_mean"] - rows["r_lower"], rows["r_upper"] - rows["r_mean"]],
             fmt="o",
             ms=4,
             capsize=2,
@@ -315,8 +315,8 @@ def plot_group_forest(audit_table, *, dimension: str | None = None) -> Figure:
 def plot_fidelity(table, *, target: str = "full_ability", metric: str = "spearman") -> Figure:
     """Fidelity versus kept fraction per selection method (from :func:`evaluate_subset`).
 
-    Lines are means over repeats (and dimensions or benchmarks); bands span the
-    5–95 % range over the random repeats.
+    Lines are means over repeats (and dimensions or benchmarks); bands are the
+    central 90 % interval over the repeats.
     """
     from benchmirt_bayes.analyses.selection import fidelity_summary
 
@@ -325,7 +325,7 @@ def plot_fidelity(table, *, target: str = "full_ability", metric: str = "spearma
     for method in summary.index.get_level_values("method").unique():
         part = summary.loc[method]
         fractions = part.index.to_numpy() * 100
-        ax.plot(fractions, part[metric], marker="o", label=method)
+        ax.plot(fractions, part[f"{metric}_mean"], marker="o", label=method)
         ax.fill_between(fractions, part[f"{metric}_lower"], part[f"{metric}_upper"], alpha=0.2)
     ax.set_xscale("log")
     ax.set_xlabel("items kept (%)")
@@ -343,7 +343,7 @@ def plot_calibration(calibration, *, models: list[str] | None = None) -> Figure:
     names = models or list(calibration["model"].unique())
     for model in names:
         part = calibration[calibration["model"] == model]
-        ax.plot(part["mean_predicted"], part["observed_rate"], marker="o", ms=3, label=model)
+        ax.plot(part["predicted_mean"], part["observed_rate"], marker="o", ms=3, label=model)
     ax.set_xlabel("predicted probability")
     ax.set_ylabel("observed share correct")
     ax.set_title("Calibration of held-out predictions")

@@ -159,10 +159,14 @@ def write_report(
     )
 
     abilities = ability_table(named)
-    shown = pd.concat([abilities.head(10), abilities.tail(5)])
+    order = abilities.index.get_level_values("llm").unique()
+    shown_llms = list(order[:10]) + [llm for llm in order[-5:] if llm not in set(order[:10])]
+    shown = abilities.loc[shown_llms, ["mean", "sd", "lower", "upper"]].unstack("dimension")
+    shown = shown.reindex(shown_llms).swaplevel(axis=1).sort_index(axis=1, level=0, sort_remaining=False)
+    shown.columns = [f"{dim} {stat}" for dim, stat in shown.columns]
     sections["abilities"] = (
         f"<p>Posterior mean, SD and 90% interval of each LLM's abilities (the 10 highest and 5 lowest on "
-        f"the first dimension of {len(abilities)}; every LLM in <code>benchmirt audit</code>'s "
+        f"the first dimension of {len(order)}; every LLM in <code>benchmirt audit</code>'s "
         "abilities.csv).</p>"
         + _table(shown)
         + (
@@ -258,7 +262,7 @@ def _audits(posterior: xr.DataTree, dif_group: str | None, seed: int) -> str:
         "ability, e.g. a contaminated benchmark).</p>"
         + _table(
             flagged.head(15).set_index(["llm", "group"])[
-                ["n_items", "lz", "level_z", "p_value", "observed_mean", "expected_mean"]
+                ["n_items", "lz_mean", "level_z", "p_value", "observed_mean", "expected_mean"]
             ]
         )
     )
@@ -269,7 +273,7 @@ def _audits(posterior: xr.DataTree, dif_group: str | None, seed: int) -> str:
         "strong LLMs fail them (Bayesian FDR 10%).</p>"
         + _table(
             flagged.head(15).set_index("item")[
-                ["benchmark", "slope", "alignment", "p_against", "strong_minus_weak"]
+                ["benchmark", "slope_mean", "alignment_mean", "p_against", "strong_minus_weak"]
             ]
         )
     )
@@ -287,7 +291,9 @@ def _audits(posterior: xr.DataTree, dif_group: str | None, seed: int) -> str:
             f"<h3>Differential item functioning by {html.escape(dif_group)}</h3><p>{len(flagged)} items "
             "behave differently for one group at equal ability (Bayesian FDR 10%).</p>"
             + _table(
-                flagged.head(15).set_index(["focal", "item"])[["benchmark", "delta", "delta_sd", "p_dif"]]
+                flagged.head(15).set_index(["focal", "item"])[
+                    ["benchmark", "delta_mean", "delta_sd", "p_dif"]
+                ]
             )
         )
     return "".join(parts)

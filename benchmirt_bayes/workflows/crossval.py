@@ -84,7 +84,7 @@ class CVFitTask:
             advi=fit["advi"],
             spec=ModelSpec.from_json(fit["spec"]),
             likelihood=fit["likelihood"],
-            random_seed=fold_seed(self.seed, self.fold, self.n_dims),
+            seed=fold_seed(self.seed, self.fold, self.n_dims),
             executor="serial",
             progressbar=False,
         )

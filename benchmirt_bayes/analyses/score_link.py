@@ -1,0 +1,706 @@
+"""The link from a subset's answers to full-benchmark scores, as an object that fits and predicts.
+
+:class:`ScoreLink` holds one :class:`BenchmarkLink` per benchmark. Both sides of a link,
+fitting on training LLMs with known full scores and predicting for new LLMs, build their
+regression inputs the same way: :class:`LinkFeatures` from the LLMs' ability posteriors
+(:mod:`~benchmirt_bayes.analyses.ability_posterior`) and :class:`LinkDesign` from those
+features, so the link sees at prediction exactly the kind of noise it was fitted on. The
+method is described in :mod:`~benchmirt_bayes.analyses.score_estimation`.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from benchmirt_bayes.analyses.ability_posterior import (
+    AbilityPosterior,
+    ability_posterior,
+    expected_mean_score,
+)
+from benchmirt_bayes.analyses.score_neighbours import (
+    NEIGHBOURS,
+    Kernel,
+    Neighbours,
+    between_neighbours,
+    choose_kernel,
+    correction,
+    decode_answers,
+    encode_answers,
+    nearest,
+)
+from benchmirt_bayes.analyses.score_regression import (
+    Design,
+    IndexCurve,
+    gross_outliers,
+    natural_spline_basis,
+    ridge,
+)
+from benchmirt_bayes.analyses.score_selection import known_scores, score_frame
+from benchmirt_bayes.analyses.scoring import ItemDraws
+from benchmirt_bayes.posterior import responses_from_tree
+from benchmirt_bayes.summaries import CI_PROB, check_ci_prob
+
+STORAGE_FORMAT = 5
+"""The one JSON layout :meth:`ScoreLink.to_json` writes and :meth:`ScoreLink.from_json` reads."""
+SPLINE_KNOTS = 5
+RIDGE = 1e-4
+ITEM_RIDGES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
+"""Ridge penalties (per training LLM) of the link's smooth terms, and the candidates for its
+kept-item answers (chosen per benchmark by the out-of-fold error)."""
+INDEX_RIDGES = ITEM_RIDGES[2:]
+"""The candidates of the single-index form (inside the curve, weak penalties overfit)."""
+FORMS = ("additive", "index")
+"""The two forms of the ``package`` regression."""
+ESTIMATORS = ("naive", "irt", "blend", "package")
+"""``naive``: the plain mean on the kept items, linearly calibrated to the full score;
+``irt``: the spline of the subset ability and the IRT expectation; ``blend``: the
+tinyBenchmarks idea (a weighted average of the calibrated kept-item mean and the IRT
+prediction, the weight learned on the training LLMs); ``package`` (the default): one
+regression on the IRT terms, the kept mean and, with a stronger ridge penalty, the answers
+to the kept items themselves, so that items whose success tracks the unseen rest of the
+benchmark more (or less) than the model says count accordingly; additive or single-index,
+whichever predicts the training LLMs better out of fold."""
+LINK_ATTR = "benchmirt_score_link"
+"""The attr of a fit that carries its link (:func:`~benchmirt_bayes.with_score_link`)."""
+
+
+def min_llms_for_link(folds: int) -> int:
+    """Fewest training LLMs with a known full score that a benchmark's link is fitted from."""
+    return 5 * folds
+
+
+# ------------------------------------------------------------------ features and designs
+@dataclass(frozen=True)
+class LinkFeatures:
+    """What a subset tells about each LLM's score on one benchmark (all on ``[0, 1]``).
+
+    Attributes
+    ----------
+    ability
+        ``(unit, dimension)`` posterior mean abilities from the kept items.
+    irt
+        ``(unit,)`` the model's expected mean score on all the benchmark's fitted items.
+    naive
+        ``(unit,)`` the plain mean on the benchmark's answered items (NaN: none answered).
+    answers
+        ``(unit, kept item)`` the answers to the kept items themselves; an unanswered one is
+        filled with its IRT expectation.
+
+    """
+
+    ability: np.ndarray
+    irt: np.ndarray
+    naive: np.ndarray
+    answers: np.ndarray
+
+    @classmethod
+    def from_posterior(
+        cls,
+        abilities: AbilityPosterior,
+        columns: np.ndarray,
+        outcomes: np.ndarray,
+        scale: np.ndarray,
+        kept: np.ndarray,
+    ) -> LinkFeatures:
+        """Features of one benchmark (its fitted ``columns``) from ``outcomes (unit, item)``."""
+        seen = ~np.isnan(outcomes[:, columns])
+        with np.errstate(invalid="ignore"):
+            naive = np.nansum(outcomes[:, columns] / scale[columns], axis=1) / seen.sum(axis=1)
+        answers = outcomes[:, kept] / scale[kept]
+        answers = np.where(np.isnan(answers), abilities.expected[:, kept], answers)
+        return cls(abilities.mean, abilities.expected[:, columns].mean(axis=1), naive, answers)
+
+    def take(self, rows: np.ndarray) -> LinkFeatures:
+        """The features of some units."""
+        return LinkFeatures(self.ability[rows], self.irt[rows], self.naive[rows], self.answers[rows])
+
+
+@dataclass(frozen=True)
+class LinkDesign:
+    """The regression designs of a benchmark's link: which terms, with which spline knots.
+
+    ``kind`` ``"naive"`` is an intercept and the kept mean; ``"irt"`` an intercept, a
+    natural spline of each ability dimension and the IRT expectation; ``"package"`` all of
+    them and the kept answers, whose ridge penalty is ``answer_ridge``.
+    """
+
+    knots: list[list[float]]
+
+    @classmethod
+    def from_features(cls, features: LinkFeatures) -> LinkDesign:
+        """Knots at quantiles of the training LLMs' abilities."""
+        return cls(
+            [
+                [float(q) for q in np.quantile(features.ability[:, k], np.linspace(0.05, 0.95, SPLINE_KNOTS))]
+                for k in range(features.ability.shape[1])
+            ]
+        )
+
+    def matrix(self, features: LinkFeatures, kind: str, answer_ridge: float = ITEM_RIDGES[0]) -> Design:
+        """The design of one kind and its per-column ridge penalty."""
+        parts, penalty = [np.ones((features.irt.shape[0], 1))], [0.0]
+        if kind in ("irt", "package"):
+            for k, knot in enumerate(self.knots):
+                basis = natural_spline_basis(features.ability[:, k], np.asarray(knot))
+                parts.append(basis)
+                penalty += [RIDGE] * basis.shape[1]
+            parts.append(features.irt[:, None])
+            penalty.append(RIDGE)
+        if kind in ("naive", "package"):
+            parts.append(np.nan_to_num(features.naive, nan=0.5)[:, None])
+            penalty.append(RIDGE)
+        if kind == "package":
+            parts.append(features.answers)
+            penalty += [answer_ridge] * features.answers.shape[1]
+        return np.column_stack(parts), np.asarray(penalty)
+
+
+# ------------------------------------------------------------------ one benchmark's link
+@dataclass(frozen=True)
+class NeighbourCorrection:
+    """The kriged errors of the training LLMs nearest by kept-item answers.
+
+    Attributes
+    ----------
+    count
+        Neighbours per LLM.
+    kernel
+        The kriging kernel's ``[length, noise, score_weight]``.
+    rows
+        The training LLMs' rows of :attr:`ScoreLink.reference`.
+    residuals, estimates
+        Their out-of-fold link errors and estimates.
+
+    """
+
+    count: int
+    kernel: list[float]
+    rows: list[int]
+    residuals: list[float]
+    estimates: list[float]
+
+    def predict(
+        self,
+        answers: np.ndarray,
+        estimate: np.ndarray,
+        reference: np.ndarray,
+        cache: dict,
+        items: Sequence[str],
+    ) -> np.ndarray:
+        """Each unit's residual kriged from its nearest training LLMs (by kept-item answers).
+
+        ``cache`` shares the neighbour search between benchmarks with the same kept items
+        and training LLMs (a joint fit).
+        """
+        rows = np.asarray(self.rows, dtype=int)
+        key = (tuple(items), rows.tobytes(), self.count)
+        if key not in cache:
+            found = nearest(answers, reference[rows], self.count)
+            cache[key] = (found, between_neighbours(found, reference[rows]))
+        found, among = cache[key]
+        return correction(
+            np.asarray(self.residuals),
+            found,
+            among,
+            Kernel(*self.kernel),
+            np.asarray(self.estimates),
+            estimate,
+        )
+
+
+@dataclass(frozen=True)
+class BenchmarkLink:
+    """The learned map from a benchmark's subset features to its full score.
+
+    Attributes
+    ----------
+    items
+        The kept items it reads.
+    design
+        Its regression terms.
+    coefficients
+        Ridge coefficients of the ``naive``, ``irt`` and additive ``package`` regressions.
+    index
+        The single-index ``package`` curve, when that form predicted better out of fold.
+    blend_weight
+        The ``blend`` estimator's weight on the calibrated kept mean.
+    scale_coefficients, spread_floor, quantile, ci_prob
+        The interval: ``quantile`` × the fitted local spread (at least ``spread_floor``)
+        covers ``ci_prob`` of the training LLMs' out-of-fold errors.
+    neighbours
+        The neighbour correction of the ``package`` estimate, if it helped out of sample.
+    training
+        Out-of-fold errors per estimator and what was chosen, for reports.
+
+    """
+
+    items: list[str]
+    design: LinkDesign
+    coefficients: dict[str, list[float]]
+    index: IndexCurve | None
+    blend_weight: float
+    scale_coefficients: list[float]
+    spread_floor: float
+    quantile: float
+    ci_prob: float
+    neighbours: NeighbourCorrection | None = None
+    training: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def package_form(self) -> str:
+        """``"index"`` or ``"additive"``: the form of the ``package`` regression."""
+        return "index" if self.index is not None else "additive"
+
+    def predict(self, features: LinkFeatures, estimator: str = "package") -> np.ndarray:
+        """One estimator's estimate (before any neighbour correction)."""
+        if estimator == "blend":
+            naive, irt = self.predict(features, "naive"), self.predict(features, "irt")
+            return self.blend_weight * naive + (1 - self.blend_weight) * irt
+        x = self.design.matrix(features, estimator)[0]
+        if estimator == "package" and self.index is not None:
+            return self.index.predict(x)
+        return x @ np.asarray(self.coefficients[estimator])
+
+    def half_width(self, features: LinkFeatures) -> np.ndarray:
+        """Each unit's interval half-width."""
+        spread = self.design.matrix(features, "irt")[0] @ np.asarray(self.scale_coefficients)
+        return self.quantile * np.maximum(spread, self.spread_floor)
+
+    @classmethod
+    def fit(
+        cls,
+        features: LinkFeatures,
+        target: np.ndarray,
+        *,
+        items: list[str],
+        ci_prob: float,
+        folds: int,
+        rng: np.random.Generator,
+        neighbours: Neighbours,
+        among: np.ndarray,
+        rows: np.ndarray | None = None,
+    ) -> BenchmarkLink:
+        """Fit one benchmark's link on its training LLMs.
+
+        Parameters
+        ----------
+        features, target
+            The training LLMs' features and known full scores.
+        items
+            The kept items.
+        ci_prob
+            Coverage of the conformal interval.
+        folds
+            Cross-fitting folds (the form, the answers' ridge, the blend weight, the
+            neighbour kernel and the interval all come from out-of-fold errors).
+        rng
+            Draws the folds and the kernel's seed.
+        neighbours, among
+            Each training LLM's nearest other training LLMs and the distances between them
+            (:func:`~benchmirt_bayes.analyses.score_neighbours.between_neighbours`).
+        rows
+            The training LLMs' rows of the stored reference answers (default: in order).
+
+        """
+        design = LinkDesign.from_features(features)
+        fold_of = rng.permutation(len(target)) % folds
+        fitted = _CrossFit(design, features, target, fold_of, folds)
+        form, answer_ridge = fitted.best_package()
+        out_of_fold = {"naive": fitted.predicted["naive", 0.0], "irt": fitted.predicted["irt", 0.0]}
+        raw_estimate = fitted.predicted[form, answer_ridge]
+        coefficients = {
+            kind: ridge(design.matrix(features, kind, answer_ridge), target) for kind in ("naive", "irt")
+        }
+        inlier = fitted.inlier
+        x, penalty = design.matrix(features, "package", answer_ridge)
+        coefficients["package"] = ridge((x[inlier], penalty), target[inlier])
+        index = IndexCurve.fit((x[inlier], penalty), target[inlier]) if form == "index" else None
+        blend_weight = _blend_weight(out_of_fold["naive"], out_of_fold["irt"], target)
+        raw_residual = target - raw_estimate
+        kernel = choose_kernel(raw_residual, neighbours, among, raw_estimate, seed=int(rng.integers(2**31)))
+        count = neighbours.index.shape[1] if kernel is not None else 0
+        out_of_fold["package"] = raw_estimate + correction(
+            raw_residual, neighbours, among, kernel, raw_estimate, raw_estimate
+        )
+        residual = target - out_of_fold["package"]
+        scale_design = design.matrix(features, "irt")
+        scale_beta = ridge(scale_design, np.abs(residual))
+        floor = 0.1 * float(np.median(np.abs(residual))) + 1e-9
+        spread = np.maximum(scale_design[0] @ scale_beta, floor)
+        ratio = np.sort(np.abs(residual) / spread)
+        rank = min(len(ratio) - 1, int(np.ceil((len(ratio) + 1) * ci_prob)) - 1)
+        rmse = {kind: float(np.sqrt(np.mean((target - value) ** 2))) for kind, value in out_of_fold.items()}
+        blended = blend_weight * out_of_fold["naive"] + (1 - blend_weight) * out_of_fold["irt"]
+        rmse["blend"] = float(np.sqrt(np.mean((target - blended) ** 2)))
+        training = (
+            {f"out_of_fold_rmse_{kind}": value for kind, value in rmse.items()}
+            | {f"out_of_fold_rmse_{name}": fitted.best_rmse(name) for name in FORMS}
+            | {
+                "n_llms": float(len(target)),
+                "outliers_left_out": float(np.sum(~inlier)),
+                "item_ridge": answer_ridge,
+                "neighbour_count": float(count),
+            }
+            | dict(zip(("neighbour_length", "neighbour_noise"), kernel or (), strict=False))
+        )
+        correction_part = None
+        if count:
+            correction_part = NeighbourCorrection(
+                count=count,
+                kernel=[float(k) for k in kernel],
+                rows=[int(r) for r in (np.arange(len(target)) if rows is None else rows)],
+                residuals=[float(r) for r in raw_residual],
+                estimates=[float(e) for e in raw_estimate],
+            )
+        return cls(
+            items=list(items),
+            design=design,
+            coefficients={kind: [float(b) for b in beta] for kind, beta in coefficients.items()},
+            index=index,
+            blend_weight=blend_weight,
+            scale_coefficients=[float(b) for b in scale_beta],
+            spread_floor=floor,
+            quantile=float(ratio[rank]),
+            ci_prob=float(ci_prob),
+            neighbours=correction_part,
+            training=training,
+        )
+
+    @classmethod
+    def from_dict(cls, raw: Mapping) -> BenchmarkLink:
+        """Inverse of :func:`dataclasses.asdict`."""
+        raw = dict(raw)
+        raw["design"] = LinkDesign(**raw["design"])
+        raw["index"] = IndexCurve(**raw["index"]) if raw["index"] is not None else None
+        raw["neighbours"] = (
+            NeighbourCorrection(**raw["neighbours"]) if raw["neighbours"] is not None else None
+        )
+        return cls(**raw)
+
+
+class _CrossFit:
+    """Out-of-fold predictions of every candidate regression of one benchmark.
+
+    The candidates are ``naive``, ``irt`` and the two ``package`` forms at each ridge of the
+    kept answers. The ``package`` regressions leave out gross outliers of their smooth terms;
+    the baselines stay plain least squares.
+    """
+
+    def __init__(
+        self, design: LinkDesign, features: LinkFeatures, target: np.ndarray, fold_of: np.ndarray, folds: int
+    ):
+        self.ridges = {"additive": ITEM_RIDGES, "index": INDEX_RIDGES}
+        self.target = target
+        # every row's design depends on that row alone (the knots are fixed), so each kind's
+        # is built once and the folds take rows of it; the ridge candidates differ in the
+        # penalty of the answers, the package design's last columns
+        self.designs = {kind: design.matrix(features, kind) for kind in ("naive", "irt", "package")}
+        n_answers = features.answers.shape[1]
+        self.n_answers = n_answers
+        x, penalty = self.designs["package"]
+        smooth = x.shape[1] - n_answers
+        self.inlier = ~gross_outliers((x[:, :smooth], penalty[:smooth]), target)
+        candidates = [("naive", 0.0), ("irt", 0.0), *[(f, r) for f in FORMS for r in self.ridges[f]]]
+        self.predicted = {key: np.zeros(len(target)) for key in candidates}
+        for fold in range(folds):
+            test = fold_of == fold
+            for kind, answer_ridge in candidates:
+                x, penalty = self.design_of(kind, answer_ridge)
+                train = self.rows_of(kind, fold_of != fold)
+                if kind == "index":
+                    curve = IndexCurve.fit((x[train], penalty), target[train])
+                    self.predicted[kind, answer_ridge][test] = curve.predict(x[test])
+                else:
+                    self.predicted[kind, answer_ridge][test] = x[test] @ ridge(
+                        (x[train], penalty), target[train]
+                    )
+        everyone = np.ones(len(target), dtype=bool)
+        self.mse = {
+            key: float(np.mean((target - value)[self.rows_of(key[0], everyone)] ** 2))
+            for key, value in self.predicted.items()
+        }
+
+    def design_of(self, kind: str, answer_ridge: float) -> Design:
+        if kind not in FORMS:
+            return self.designs[kind]
+        x, penalty = self.designs["package"]
+        penalty = penalty.copy()
+        penalty[x.shape[1] - self.n_answers :] = answer_ridge
+        return x, penalty
+
+    def rows_of(self, kind: str, rows: np.ndarray) -> np.ndarray:
+        return rows & self.inlier if kind in FORMS else rows
+
+    def best_package(self) -> tuple[str, float]:
+        """The form and answers' ridge with the smallest out-of-fold error."""
+        return min(((f, r) for f in FORMS for r in self.ridges[f]), key=self.mse.__getitem__)
+
+    def best_rmse(self, form: str) -> float:
+        return float(np.sqrt(min(self.mse[form, r] for r in self.ridges[form])))
+
+
+def _blend_weight(naive: np.ndarray, irt: np.ndarray, target: np.ndarray) -> float:
+    """The weight on the calibrated kept mean that minimises the out-of-fold squared error."""
+    denominator = float(np.sum((naive - irt) ** 2))
+    if denominator <= 0:
+        return 0.0
+    return float(np.clip(np.sum((target - irt) * (naive - irt)) / denominator, 0.0, 1.0))
+
+
+# ------------------------------------------------------------------ the links of a fit
+@dataclass(frozen=True)
+class ScoreLink:
+    """Links to full-benchmark scores, per benchmark: fitted by :meth:`fit`, used by :meth:`predict`.
+
+    Attributes
+    ----------
+    benchmarks
+        One link per benchmark that has one.
+    score_max
+        The highest possible full score (1 or 100): the unit of every estimate.
+    reference
+        The training LLMs' answers on the kept items
+        (:func:`~benchmirt_bayes.analyses.score_neighbours.encode_answers`) when a link uses
+        neighbour corrections.
+    n_draws, seed
+        The item draws that scored the training LLMs; :meth:`predict` scores new LLMs with
+        the same ones by default.
+
+    """
+
+    benchmarks: dict[str, BenchmarkLink]
+    score_max: float
+    reference: dict = field(default_factory=dict)
+    n_draws: int = 20
+    seed: int = 0
+
+    @classmethod
+    def fit(
+        cls,
+        posterior: xr.DataTree,
+        full_scores: pd.DataFrame | Mapping[str, pd.Series],
+        *,
+        items: Sequence[str] | None = None,
+        responses=None,
+        ci_prob: float = CI_PROB,
+        folds: int = 5,
+        n_draws: int = 20,
+        seed: int = 0,
+        score_max: float | None = None,
+    ) -> ScoreLink:
+        """Learn the links from the training LLMs (see :func:`~benchmirt_bayes.fit_score_link`)."""
+        check_ci_prob(ci_prob)
+        fitted = responses_from_tree(posterior)
+        scores = score_frame(full_scores, fitted.benchmark_names)
+        responses = responses if responses is not None else fitted
+        llms = responses.llms.astype(str)
+        if not scores.index.isin(llms).any():
+            raise ValueError(
+                f"none of the {len(scores)} LLMs with full scores is among the {len(llms)} training "
+                f"LLMs (scores for e.g. {list(scores.index[:3])}; LLMs e.g. {list(llms[:3])})"
+            )
+        if score_max is None:
+            score_max = 100.0 if float(np.nanmax(np.abs(scores.to_numpy()))) > 1 else 1.0
+        item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
+        kept = list(item_draws.items) if items is None else [str(i) for i in items]
+        outcomes = outcome_matrix(item_draws, responses, kept)
+        benchmarks = fitted.data["benchmark"].to_series().astype(str)
+        bench_of_item = benchmarks.loc[list(item_draws.items)].to_numpy()
+        rng = np.random.default_rng(seed)
+        scale = item_draws.layout.score_scale
+        # every kept item's answers, also those of other benchmarks: in a joint fit they tell
+        # about this one's unseen items too (regression) and about who is whose relative
+        kept_columns = item_draws.columns(np.asarray(kept, dtype=str))
+        reference = outcomes[:, kept_columns] / scale[kept_columns]
+        links, unlinked, without_items = {}, {}, []
+        neighbours_of = {}  # benchmarks with the same known LLMs (a joint fit) share one search
+        for name in scores.columns:
+            target, rows = known_scores(scores, name, llms)
+            if len(rows) < min_llms_for_link(folds):
+                unlinked[name] = (
+                    f"{len(rows)} training LLMs have a known full score; "
+                    f"a link needs at least {min_llms_for_link(folds)} ({folds} folds × 5)"
+                )
+                continue
+            if not any(benchmarks.get(i) == name for i in kept):
+                without_items.append(name)
+                continue
+            abilities = ability_posterior(item_draws, outcomes[rows], seed=seed)
+            columns = np.flatnonzero(bench_of_item == name)
+            features = LinkFeatures.from_posterior(abilities, columns, outcomes[rows], scale, kept_columns)
+            key = rows.tobytes()
+            if key not in neighbours_of:
+                found = nearest(reference[rows], reference[rows], NEIGHBOURS, exclude_self=True)
+                neighbours_of[key] = (found, between_neighbours(found, reference[rows]))
+            found, among = neighbours_of[key]
+            links[str(name)] = BenchmarkLink.fit(
+                features,
+                target[rows],
+                items=kept,
+                ci_prob=ci_prob,
+                folds=folds,
+                rng=rng,
+                neighbours=found,
+                among=among,
+                rows=rows,
+            )
+        _say_what_has_no_link(links, unlinked, without_items, score_max)
+        uses_neighbours = any(link.neighbours is not None for link in links.values())
+        return cls(
+            links, float(score_max), encode_answers(reference) if uses_neighbours else {}, n_draws, seed
+        )
+
+    def predict(
+        self,
+        posterior: xr.DataTree,
+        responses_on_subset: pd.DataFrame | Mapping[str, Mapping[str, float]],
+        *,
+        estimator: str | Sequence[str] = "package",
+        n_draws: int | None = None,
+        seed: int | None = None,
+        ci_prob: float = CI_PROB,
+    ) -> pd.DataFrame:
+        """Full-benchmark score estimates (see :func:`~benchmirt_bayes.estimate_scores`).
+
+        ``n_draws`` and ``seed`` default to the link's own; ``ci_prob`` applies to the
+        benchmarks without a link only (the linked ones have the link's calibrated
+        coverage).
+        """
+        return score_table(
+            posterior,
+            responses_on_subset,
+            self,
+            estimator,
+            self.n_draws if n_draws is None else n_draws,
+            self.seed if seed is None else seed,
+            ci_prob,
+        )
+
+    def to_json(self) -> str:
+        """Plain JSON (stored in a fit's attrs by :func:`~benchmirt_bayes.with_score_link`)."""
+        return json.dumps({"format": STORAGE_FORMAT, **asdict(self)})
+
+    @classmethod
+    def from_json(cls, text: str) -> ScoreLink:
+        """Inverse of :meth:`to_json`; a link stored in another format must be refitted."""
+        raw = json.loads(text)
+        if not isinstance(raw, dict) or raw.pop("format", None) != STORAGE_FORMAT:
+            raise ValueError(
+                "this score link was stored by an earlier version of benchmirt_bayes; refit it with "
+                f"fit_score_link (links are stored in format {STORAGE_FORMAT})"
+            )
+        raw["benchmarks"] = {name: BenchmarkLink.from_dict(link) for name, link in raw["benchmarks"].items()}
+        return cls(**raw)
+
+
+def _say_what_has_no_link(links: dict, unlinked: dict, without_items: list, score_max: float) -> None:
+    """No link at all is an error; benchmarks without one (too few known scores) a warning."""
+    reasons = "; ".join(f"{name}: {why}" for name, why in unlinked.items())
+    if not links:
+        reasons += "; " * bool(reasons) + f"no kept item in {without_items}" * bool(without_items)
+        raise ValueError(
+            f"no benchmark gets a link to full scores ({reasons}); without a link, "
+            "estimate_scores gives the IRT expectation on the fitted items"
+        )
+    if unlinked:
+        warnings.warn(
+            f"{len(unlinked)} benchmark(s) get no link ({reasons}); estimate_scores gives their IRT "
+            f"expectation on the fitted items, scaled to {score_max:g}",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def outcome_matrix(item_draws: ItemDraws, responses, kept: Sequence[str]) -> np.ndarray:
+    """``(llm, item)`` responses in the item draws' order, NaN outside the kept items."""
+    columns = item_draws.columns(np.asarray(kept, dtype=str))
+    data = responses.data.sel(item=list(np.asarray(item_draws.items)[columns])) if len(kept) else None
+    outcomes = np.full((responses.n_llms, len(item_draws.items)), np.nan)
+    if data is not None:
+        outcomes[:, columns] = data.transpose("llm", "item").values
+    return outcomes
+
+
+def score_table(
+    posterior: xr.DataTree,
+    responses_on_subset: pd.DataFrame | Mapping[str, Mapping[str, float]],
+    link: ScoreLink | None,
+    estimator: str | Sequence[str],
+    n_draws: int,
+    seed: int,
+    ci_prob: float,
+) -> pd.DataFrame:
+    """Per (LLM, benchmark): the link's estimates, or the IRT expectation where there is no link."""
+    check_ci_prob(ci_prob)
+    estimators = [estimator] if isinstance(estimator, str) else list(estimator)
+    unknown = [e for e in estimators if e not in ESTIMATORS]
+    if unknown:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {unknown}")
+    table = responses_on_subset
+    if isinstance(table, Mapping):
+        table = pd.DataFrame(table).T
+    item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
+    columns = item_draws.columns(np.asarray([str(c) for c in table.columns]))
+    outcomes = np.full((len(table), len(item_draws.items)), np.nan)
+    outcomes[:, columns] = table.to_numpy(dtype=float)
+    item_draws.check_responses(columns, outcomes[:, columns])
+    abilities = ability_posterior(item_draws, outcomes, seed=seed)
+    benchmarks = responses_from_tree(posterior).data["benchmark"].to_series().astype(str)
+    bench_of_item = benchmarks.loc[list(item_draws.items)].to_numpy()
+    scale = item_draws.layout.score_scale
+    reference = decode_answers(link.reference) if link is not None and link.reference else None
+    cache = {}  # benchmarks with the same kept items and known LLMs (a joint fit) share one search
+    unit = 1.0 if link is None else link.score_max
+    rows = []
+    for name in pd.unique(bench_of_item):
+        cols = np.flatnonzero(bench_of_item == name)
+        bench_link = link.benchmarks.get(name) if link is not None else None
+        kept = (
+            item_draws.columns(np.asarray(bench_link.items, dtype=str))
+            if bench_link is not None
+            else cols[:0]
+        )
+        features = LinkFeatures.from_posterior(abilities, cols, outcomes, scale, kept)
+        n_answered = (~np.isnan(outcomes[:, cols])).sum(axis=1)
+        if bench_link is None:
+            irt = expected_mean_score(abilities, item_draws, cols, ci_prob)
+            results = {"irt_fitted_items": tuple(unit * irt[key] for key in ("mean", "lower", "upper"))}
+        else:
+            half = bench_link.half_width(features)
+            results = {}
+            for kind in estimators:
+                estimate = bench_link.predict(features, kind)
+                if kind == "package" and bench_link.neighbours is not None:
+                    if reference is None:
+                        raise ValueError(
+                            "the link uses neighbour corrections but carries no reference answers"
+                        )
+                    answers = outcomes[:, kept] / scale[kept]
+                    estimate = estimate + bench_link.neighbours.predict(
+                        answers, estimate, reference, cache, bench_link.items
+                    )
+                results[kind] = (estimate, estimate - half, estimate + half)
+        for kind, (estimate, lower, upper) in results.items():
+            for u, llm in enumerate(table.index.astype(str)):
+                rows.append(
+                    {
+                        "llm": llm,
+                        "benchmark": str(name),
+                        "mean": float(estimate[u]),
+                        "lower": float(lower[u]),
+                        "upper": float(upper[u]),
+                        "irt_fitted_items": float(features.irt[u]),
+                        "kept_mean": float(features.naive[u]),
+                        "n_answered": int(n_answered[u]),
+                        "estimator": kind,
+                        "score_max": unit,
+                    }
+                )
+    return pd.DataFrame(rows)
