@@ -24,13 +24,14 @@ ALLOWED: dict[str, set[str]] = {
     "model": {"errors", "data", "rotations"},
     "simulation": {"errors", "data", "model"},
     "posterior": {"errors", "data", "model"},
+    "draws": {"errors", "data", "model", "posterior"},
     "io": {"errors", "integrity", "data", "posterior"},
     "batch": {"errors", "integrity"},
     "inference": {"errors", "rotations", "data", "model", "simulation", "posterior", "batch"},
     "diagnostics": {"errors", "rotations", "summaries", "data", "model", "posterior"},
-    "analyses": {"errors", "rotations", "summaries", "data", "model", "posterior", "batch"},
+    "analyses": {"errors", "rotations", "summaries", "data", "model", "posterior", "draws", "batch"},
     "workflows": {"errors", "summaries", "data", "model", "posterior", "batch", "inference", "analyses"},
-    "reports": {"errors", "summaries", "data", "model", "posterior", "diagnostics", "analyses"},
+    "reports": {"errors", "summaries", "data", "model", "posterior", "draws", "diagnostics", "analyses"},
     "demo": {"simulation", "inference", "io", "reports"},
     "cli": {
         "errors",
@@ -40,6 +41,7 @@ ALLOWED: dict[str, set[str]] = {
         "model",
         "simulation",
         "posterior",
+        "draws",
         "io",
         "batch",
         "inference",
@@ -91,6 +93,62 @@ def test_layers_import_only_what_they_may():
             if imported != layer and imported not in ALLOWED[layer]:
                 problems.append(f"{path.relative_to(ROOT)} ({layer}) imports benchmirt_bayes.{imported}")
     assert not problems, "\n".join(problems)
+
+
+# Inside analyses/, modules come in tiers; a module imports only modules of lower tiers, so
+# the building blocks never depend on the verbs built from them (ARCHITECTURE.md).
+ANALYSIS_TIERS: dict[str, int] = {
+    # 0: kernels and tables that know no other analysis
+    "metrics": 0,
+    "laplace_sir": 0,
+    "item_regression": 0,
+    "score_regression": 0,
+    "score_neighbours": 0,
+    "score_selection": 0,
+    "abilities": 0,
+    "predictive": 0,
+    "audit": 0,
+    "items": 0,
+    "item_fit": 0,
+    "person_fit": 0,
+    # 1: what is built on one kernel
+    "ability_posterior": 1,
+    "dif": 1,
+    "miskeyed": 1,
+    # 2: the scorers of new LLMs and what reads them
+    "scoring": 2,
+    "score_link": 2,
+    "selection": 2,
+    "heldout": 2,
+    # 3: verbs over other verbs' results
+    "comparison": 3,
+    "score_estimation": 3,
+}
+
+
+def test_analyses_import_only_lower_tiers():
+    modules = sorted((PACKAGE / "analyses").glob("*.py"))
+    problems = []
+    for path in modules:
+        if path.name == "__init__.py":
+            continue
+        name = path.stem
+        assert name in ANALYSIS_TIERS, f"analyses/{path.name} has no tier; add it to ANALYSIS_TIERS"
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "benchmirt_bayes.analyses."
+            ):
+                other = node.module.split(".")[2]
+                if ANALYSIS_TIERS[other] >= ANALYSIS_TIERS[name]:
+                    problems.append(
+                        f"analyses/{name} (tier {ANALYSIS_TIERS[name]}) imports {other} "
+                        f"(tier {ANALYSIS_TIERS[other]})"
+                    )
+    assert not problems, "\n".join(problems)
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    for name, tier in ANALYSIS_TIERS.items():
+        assert f"`{name}` ({tier})" in text, f"ARCHITECTURE.md does not give analyses/{name}'s tier {tier}"
 
 
 def test_the_layer_check_would_catch_an_analysis_importing_the_fitting_machinery(tmp_path):
@@ -177,3 +235,18 @@ def test_one_interval_keyword_with_one_default_across_the_public_api():
                 problems.append(f"{name}(ci_prob={parameters['ci_prob'].default!r}): default CI_PROB")
     assert not problems, problems
     assert with_interval >= 10  # the check sees the functions it is about
+
+
+def test_one_per_draw_core():
+    """Per-draw parameters are held by draws.PosteriorDraws alone, with the one expected information."""
+    sources = {path: path.read_text() for path in _modules()}
+    information = [p.name for p, text in sources.items() if "def expected_information(" in text]
+    assert information == ["draws.py"], information
+    for retired in ("class ItemDraws", "class CellModel", "class DrawCells", "def probabilities_for_samples"):
+        assert not [p.name for p, text in sources.items() if retired in text], retired
+    thinning = {
+        p.relative_to(PACKAGE).as_posix()
+        for p, text in sources.items()
+        if re.search(r"\b(thinned_draws|type_parameters)\(", text.replace("def thinned_draws(", ""))
+    }
+    assert thinning <= {"posterior.py", "draws.py", "analyses/audit.py"}, thinning

@@ -163,6 +163,22 @@ def test_bad_settings_are_refused(stream):
         StreamingSimulation(n_llms=0)
 
 
+def test_a_minibatch_fit_says_where_its_model_differs(stream_fit):
+    """The fit's attrs list what differs from fit_posterior's model; other types are refused."""
+    import json
+
+    from benchmirt_bayes import simulate_benchmirt
+    from benchmirt_bayes.inference.minibatch import MODEL_DIFFERENCES_ATTR
+
+    differences = json.loads(stream_fit.attrs[MODEL_DIFFERENCES_ATTR])
+    assert any(d.startswith("abilities:") for d in differences)
+    assert any("zero" in d for d in differences) and "response types: binary only" in differences
+    mixed = simulate_benchmirt(scale=0.003, n_llms=20, seed=2, response_types="mixed").responses
+    for source in (mixed, MatrixSource(mixed)):
+        with pytest.raises(ValueError, match="binary responses only"):
+            fit_minibatch_advi(source, 2, progressbar=False)
+
+
 SHARDED_RUN = """
 import numpy as np, jax
 from benchmirt_bayes import fit_minibatch_advi, StreamingSimulation

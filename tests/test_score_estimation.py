@@ -32,7 +32,7 @@ from benchmirt_bayes.analyses.score_neighbours import (
 )
 from benchmirt_bayes.analyses.score_regression import IndexCurve, gross_outliers, natural_spline_basis, ridge
 from benchmirt_bayes.analyses.score_selection import forward_stepwise
-from benchmirt_bayes.analyses.scoring import ItemDraws
+from benchmirt_bayes.draws import PosteriorDraws
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def setting():
 
 def test_grid_posterior_matches_the_abilities_of_the_fit(setting):
     _, reduced, _, train, _, fit = setting
-    draws = ItemDraws.from_posterior(fit, 10)
+    draws = PosteriorDraws.from_posterior(fit, 10)
     outcomes = reduced.data.sel(llm=list(train[:40]), item=list(draws.items)).values
     grid = grid_ability_posterior(draws, outcomes)
     fitted = fit["posterior"]["ability"].mean(("chain", "draw")).sel(llm=list(train[:40])).values
@@ -431,7 +431,7 @@ def test_a_cluster_of_ceiling_scores_does_not_lend_a_kept_item_its_weight():
 
 def test_sampled_ability_posterior_agrees_with_the_grid_in_two_dimensions(setting):
     _, reduced, _, train, _, fit = setting
-    draws = ItemDraws.from_posterior(fit, 10)
+    draws = PosteriorDraws.from_posterior(fit, 10)
     outcomes = reduced.data.sel(llm=list(train[:40]), item=list(draws.items)).values
     outcomes[:20, ::2] = np.nan  # fewer answers: wider posteriors
     grid = grid_ability_posterior(draws, outcomes)

@@ -2,7 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmirt_bayes.analyses.scoring import adaptive_test, laplace_sir, score_llm
+from benchmirt_bayes.analyses.laplace_sir import laplace_sir
+from benchmirt_bayes.analyses.scoring import adaptive_test, score_llm
 from tests.conftest import constructed_posterior
 
 

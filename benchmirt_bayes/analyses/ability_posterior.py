@@ -1,18 +1,23 @@
-"""Ability posteriors of many LLMs from their answers, with item uncertainty integrated.
+"""Ability posteriors of new LLMs from their answers, with item uncertainty integrated.
 
-One scorer behind :func:`fit_score_link <benchmirt_bayes.fit_score_link>` and
-:func:`estimate_scores <benchmirt_bayes.estimate_scores>`: each LLM's posterior given its
-answers on any subset of the fitted items, averaged over posterior draws of the items, on a
-grid over the ability space for one or two dimensions and as Laplace-SIR samples for more.
+The one scorer of every analysis that places an LLM the fit did not see
+(:func:`~benchmirt_bayes.score_llm`, :func:`~benchmirt_bayes.adaptive_test`,
+:func:`~benchmirt_bayes.fit_score_link`, :func:`~benchmirt_bayes.estimate_scores`, held-out
+LLMs in cross-validation and subset evaluation): each LLM's posterior given its answers on
+any subset of the fitted items, averaged over posterior draws of the items. Two methods
+stand behind :func:`ability_posterior`: a grid over the ability space (one or two
+dimensions) and Laplace-SIR samples (any number of dimensions).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
-from benchmirt_bayes.analyses.scoring import ItemDraws, ability_samples, probabilities_for_samples
+from benchmirt_bayes.analyses.laplace_sir import laplace_sir
+from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.model.response_models import BINARY, linear_predictor
 from benchmirt_bayes.summaries import summarise_weighted
 
@@ -35,13 +40,14 @@ class AbilityPosterior:
     weights
         ``(unit, point)`` posterior probabilities (rows sum to one), averaged over item draws.
     expected
-        ``(unit, item)`` posterior expected scores on ``[0, 1]`` of every fitted item.
+        ``(unit, item)`` posterior expected scores on ``[0, 1]`` of every fitted item
+        (``None`` when not asked for).
 
     """
 
     points: np.ndarray
     weights: np.ndarray
-    expected: np.ndarray
+    expected: np.ndarray | None
 
     @property
     def shared(self) -> bool:
@@ -67,17 +73,17 @@ class AbilityPosterior:
 
 
 def grid_ability_posterior(
-    item_draws: ItemDraws, outcomes: np.ndarray, *, chunk: int = 256
+    draws: PosteriorDraws, outcomes: np.ndarray, *, chunk: int = 256
 ) -> AbilityPosterior:
     """Ability posteriors of the rows of ``outcomes (unit, item)`` on a grid (NaN = not answered).
 
-    ``outcomes`` is in ``item_draws.items`` order. The prior is ``N(0, I)`` (the fitted LLMs'
+    ``outcomes`` is in ``draws.items`` order. The prior is ``N(0, I)`` (the fitted LLMs'
     abilities are whitened in the sample); each item draw gives a posterior on the grid and
     the draws' posteriors are averaged, so item uncertainty widens the result. Works for one
     or two dimensions (:data:`GRID_POINTS`) and for every response type; for more,
     :func:`ability_posterior` samples instead.
     """
-    k = item_draws.loading.shape[-1]
+    k = draws.loading.shape[-1]
     if k not in GRID_POINTS:
         raise ValueError(
             f"grid posteriors are for 1 or 2 dimensions; the fit has {k} (use ability_posterior)"
@@ -87,14 +93,14 @@ def grid_ability_posterior(
     log_prior = -0.5 * (grid**2).sum(axis=1)
     outcomes = np.atleast_2d(np.asarray(outcomes, dtype=float))
     answered = ~np.isnan(outcomes)
-    n_units, n_draws = outcomes.shape[0], item_draws.loading.shape[0]
+    n_units, n_draws = outcomes.shape[0], draws.loading.shape[0]
     weights = np.zeros((n_units, grid.shape[0]))
     expected = np.zeros((n_units, outcomes.shape[1]))
     columns = np.flatnonzero(answered.any(axis=0))
-    layout = item_draws.layout
+    layout = draws.layout
     for s in range(n_draws):
-        eta = linear_predictor(grid, item_draws.loading[s], item_draws.intercept[s])  # (point, item)
-        params = layout.at_sample(item_draws.params, s)
+        eta = linear_predictor(grid, draws.loading[s], draws.intercept[s])  # (point, item)
+        params = layout.at_sample(draws.params, s)
         score = layout.expected_score(eta, params, expand=0)  # (point, item)
         if layout.is_binary:
             log_p = BINARY.log_likelihood(1.0, eta[:, columns])  # log P(correct) per point and item
@@ -120,69 +126,136 @@ def grid_ability_posterior(
 
 
 def sampled_ability_posterior(
-    item_draws: ItemDraws,
+    draws: PosteriorDraws,
     outcomes: np.ndarray,
     *,
     samples_per_draw: int = SAMPLES_PER_DRAW,
     seed: int = 0,
     chunk: int = 256,
+    expected: bool = True,
 ) -> AbilityPosterior:
     """Ability posteriors of the rows of ``outcomes (unit, item)`` as samples, in any dimension.
 
-    The samples are those of :func:`~benchmirt_bayes.analyses.scoring.ability_samples`
-    (per item draw, a Laplace approximation refined by sampling-importance-resampling), so
-    item uncertainty is integrated as on the grid; each unit gets its own equally weighted
-    points.
+    The samples are those of :func:`ability_samples` (per item draw, a Laplace
+    approximation refined by sampling-importance-resampling), so item uncertainty is
+    integrated as on the grid; each unit gets its own equally weighted points.
     """
     outcomes = np.atleast_2d(np.asarray(outcomes, dtype=float))
-    samples = ability_samples(item_draws, outcomes, samples_per_draw=samples_per_draw, seed=seed)
+    samples = ability_samples(draws, outcomes, samples_per_draw=samples_per_draw, seed=seed)
     n_units, n_points = samples.shape[:2]
-    everything = np.arange(len(item_draws.items))
-    expected = (
+    weights = np.full((n_units, n_points), 1.0 / n_points)
+    if not expected:
+        return AbilityPosterior(samples, weights, None)
+    everything = np.arange(len(draws.items))
+    scores = (
         np.concatenate(
             [
-                probabilities_for_samples(item_draws, samples[start : start + chunk], everything).mean(axis=1)
+                draws.expected_scores(samples[start : start + chunk], everything).mean(axis=1)
                 for start in range(0, n_units, chunk)
             ]
         )
         if n_units
         else np.zeros((0, len(everything)))
     )
-    weights = np.full((n_units, n_points), 1.0 / n_points)
-    return AbilityPosterior(samples, weights, expected)
+    return AbilityPosterior(samples, weights, scores)
 
 
-def ability_posterior(item_draws: ItemDraws, outcomes: np.ndarray, *, seed: int = 0) -> AbilityPosterior:
-    """Ability posteriors of the rows of ``outcomes``: on a grid up to two dimensions, sampled above.
+def ability_samples(
+    draws: PosteriorDraws,
+    outcomes: np.ndarray,
+    *,
+    samples_per_draw: int = 4,
+    seed: int = 0,
+    chunk: int = 32,
+) -> np.ndarray:
+    """Laplace-SIR ability samples ``(unit, sample, dimension)`` for rows of ``outcomes (unit, item)``.
 
-    The one scorer of :func:`~benchmirt_bayes.fit_score_link` and
-    :func:`~benchmirt_bayes.estimate_scores`, so training LLMs
-    and new LLMs are scored alike. ``seed`` drives the sampling (the grid is deterministic).
+    ``outcomes`` is in ``draws.items`` order, NaN where not evaluated; the prior is the
+    fit's (:attr:`PosteriorDraws.ability_prior_cov`). Sample ``k`` pairs with item draw
+    ``k // samples_per_draw``.
     """
-    if item_draws.loading.shape[-1] in GRID_POINTS:
-        return grid_ability_posterior(item_draws, outcomes)
-    return sampled_ability_posterior(item_draws, outcomes, seed=seed)
+    outcomes = np.atleast_2d(np.asarray(outcomes, dtype=float))
+    answered = np.flatnonzero((~np.isnan(outcomes)).any(axis=0))
+    design = draws.loading[:, answered, :]
+    offset = draws.intercept[:, answered]
+    prior_var = np.diag(draws.ability_prior_cov)
+    layout, params = draws.response_model(answered)
+    parts = []
+    for start in range(0, outcomes.shape[0], chunk):
+        rows = outcomes[start : start + chunk][:, answered]
+        parts.append(
+            laplace_sir(
+                design,
+                offset,
+                rows,
+                0.0,
+                prior_var,
+                samples_per_draw=samples_per_draw,
+                seed=seed + start,
+                layout=layout,
+                params=params,
+            )
+        )
+    return np.concatenate(parts, axis=0)
+
+
+Method = Literal["auto", "grid", "samples"]
+
+
+def ability_posterior(
+    draws: PosteriorDraws,
+    outcomes: np.ndarray,
+    *,
+    method: Method = "auto",
+    samples_per_draw: int = SAMPLES_PER_DRAW,
+    seed: int = 0,
+    expected: bool = True,
+) -> AbilityPosterior:
+    """Ability posteriors of the rows of ``outcomes (unit, item)`` (NaN: not answered).
+
+    Parameters
+    ----------
+    draws
+        Posterior draws of the items (:class:`~benchmirt_bayes.draws.PosteriorDraws`);
+        ``outcomes`` is in their item order.
+    outcomes
+        The units' answers.
+    method
+        ``"grid"`` (one or two dimensions; deterministic), ``"samples"`` (Laplace-SIR, any
+        number of dimensions) or ``"auto"``: the grid up to two dimensions, samples above,
+        so that training and new LLMs of the score link are scored alike.
+    samples_per_draw, seed
+        Samples per item draw and their seed (``"samples"``).
+    expected
+        Also compute every unit's expected score on every fitted item.
+
+    """
+    if method not in ("auto", "grid", "samples"):
+        raise ValueError(f"method must be 'auto', 'grid' or 'samples', got {method!r}")
+    if method == "grid" or (method == "auto" and draws.n_dims in GRID_POINTS):
+        return grid_ability_posterior(draws, outcomes)
+    return sampled_ability_posterior(
+        draws, outcomes, samples_per_draw=samples_per_draw, seed=seed, expected=expected
+    )
 
 
 def expected_mean_score(
-    posterior: AbilityPosterior, item_draws: ItemDraws, columns: np.ndarray, ci_prob: float
+    posterior: AbilityPosterior, draws: PosteriorDraws, columns: np.ndarray, ci_prob: float
 ) -> dict[str, np.ndarray]:
     """Each unit's expected mean score on ``columns`` (on ``[0, 1]``), summarised.
 
     ``mean``, ``sd``, ``lower`` and ``upper`` (of mass ``ci_prob``) over the unit's ability
     posterior, with the item draws integrated.
     """
-    layout = item_draws.layout
+    layout = draws.layout
     if posterior.shared:
-        n = item_draws.loading.shape[0]
+        n = draws.loading.shape[0]
         per_point = np.zeros(posterior.points.shape[0])  # the mean expected score at each grid point
         for s in range(n):
-            eta = linear_predictor(
-                posterior.points, item_draws.loading[s][columns], item_draws.intercept[s][columns]
-            )
-            params = layout.take_parameters(layout.at_sample(item_draws.params, s), columns)
+            eta = linear_predictor(posterior.points, draws.loading[s][columns], draws.intercept[s][columns])
+            params = layout.take_parameters(layout.at_sample(draws.params, s), columns)
             per_point += layout.take(columns).expected_score(eta, params, expand=0).mean(axis=1) / n
         per_point = np.broadcast_to(per_point, posterior.weights.shape)
     else:  # each sample pairs with its own item draw
-        per_point = probabilities_for_samples(item_draws, posterior.points, columns).mean(axis=-1)
+        per_point = draws.expected_scores(posterior.points, columns).mean(axis=-1)
     return summarise_weighted(per_point, posterior.weights, ci_prob)

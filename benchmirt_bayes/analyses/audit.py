@@ -10,7 +10,7 @@ import pandas as pd
 import xarray as xr
 
 from benchmirt_bayes.data.responses import ResponseMatrix
-from benchmirt_bayes.posterior import responses_from_tree
+from benchmirt_bayes.posterior import responses_from_tree, thinned_draws
 from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
 
 
@@ -45,12 +45,9 @@ class BenchmarkAudit:
 
 
 def _stacked(posterior: xr.DataTree, name: str, n_draws: int | None, seed: int) -> xr.DataArray:
-    var = posterior["posterior"][name].stack(sample_index=("chain", "draw"))
-    total = var.sizes["sample_index"]
-    if n_draws is not None and n_draws < total:
-        chosen = np.sort(np.random.default_rng(seed).choice(total, n_draws, replace=False))
-        var = var.isel(sample_index=chosen)
-    return var.drop_vars(["chain", "draw", "sample_index", "restart"], errors="ignore")
+    """One variable's draws, thinned as every per-draw analysis thins them (``sample_index``)."""
+    total = posterior["posterior"].sizes["chain"] * posterior["posterior"].sizes["draw"]
+    return thinned_draws(posterior, total if n_draws is None else n_draws, seed=seed, variables=(name,))[name]
 
 
 def benchmark_correlations(

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.analyses.scoring import ItemDraws, LLMScore, probabilities_for_samples
-from benchmirt_bayes.posterior import responses_from_tree, thinned_draws
+from benchmirt_bayes.analyses.scoring import LLMScore
+from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
 
 LLMRef = str | LLMScore
@@ -106,27 +106,23 @@ def compare_llms(
         )
     n_draws = draws_wanted if n_draws is None else n_draws
     seed = seed_used if seed is None else seed
-    item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
-    fitted = thinned_draws(posterior, n_draws, seed=seed, variables=("ability",))["ability"]
-    fitted = fitted.transpose("sample_index", "llm", "dimension")
-    known = set(fitted["llm"].values.astype(str))
-    responses = responses_from_tree(posterior)
+    draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed, abilities=True)
+    fitted = {llm: draws.ability[:, j] for j, llm in enumerate(draws.llms)}  # (sample, dimension)
+    responses = draws.responses
     labels = responses.data[by].values.astype(str) if by in responses.item_coords else None
     if labels is None:
         raise KeyError(f"unknown item coordinate {by!r}; available: {responses.item_coords}")
     if by == "subgroup":
         labels = np.char.add(np.char.add(responses.benchmarks.astype(str), "/"), labels)
-    positions = {item: i for i, item in enumerate(item_draws.items)}
-    order = np.array([positions[str(item)] for item in responses.items])
     groups = list(pd.unique(labels))
     check_ci_prob(ci_prob)
     ability_rows, score_rows, item_rows = [], [], []
     for first, second in pairs:
-        samples = [_samples(x, fitted, known, per_draw) for x in (first, second)]
+        samples = [_samples(x, fitted, per_draw) for x in (first, second)]
         names = [_name(x) for x in (first, second)]
         label = f"{names[0]} → {names[1]}"
         difference = samples[1] - samples[0]  # (sample, dim)
-        for k, dim in enumerate(item_draws.dimensions):
+        for k, dim in enumerate(draws.dimensions):
             ability_rows.append(
                 {
                     "pair": label,
@@ -136,8 +132,8 @@ def compare_llms(
                     **_summary(difference[:, k], ci_prob),
                 }
             )
-        columns = np.arange(len(item_draws.items))
-        expected = [probabilities_for_samples(item_draws, s[None], columns)[0][:, order] for s in samples]
+        columns = np.arange(len(draws.items))
+        expected = [draws.expected_scores(s[None], columns)[0] for s in samples]
         change = expected[1] - expected[0]  # (sample, item) in the data's item order
         for group in groups:
             cols = labels == group
@@ -171,13 +167,13 @@ def _name(llm: LLMRef) -> str:
     return llm if isinstance(llm, str) else llm.llm
 
 
-def _samples(llm: LLMRef, fitted: xr.DataArray, known: set[str], per_draw: int) -> np.ndarray:
+def _samples(llm: LLMRef, fitted: dict[str, np.ndarray], per_draw: int) -> np.ndarray:
     """``(sample, dimension)`` ability samples aligned with the item draws."""
     if isinstance(llm, LLMScore):
         return llm.ability.values
-    if llm not in known:
+    if llm not in fitted:
         raise KeyError(f"LLM {llm!r} is not in the fit (score it with score_llm and pass the result)")
-    return np.repeat(fitted.sel(llm=llm).values, per_draw, axis=0)
+    return np.repeat(fitted[llm], per_draw, axis=0)
 
 
 def _summary(values: np.ndarray, ci_prob: float) -> dict[str, float]:

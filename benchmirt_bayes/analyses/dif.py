@@ -30,8 +30,8 @@ import xarray as xr
 from scipy.special import logsumexp
 from scipy.stats import norm
 
-from benchmirt_bayes.analyses.item_regression import item_coefficient, pooled
-from benchmirt_bayes.analyses.predictive import DrawCells
+from benchmirt_bayes.analyses.item_regression import bayesian_fdr_selection, item_coefficient, pooled
+from benchmirt_bayes.draws import PosteriorDraws
 
 
 def differential_item_functioning(
@@ -78,8 +78,8 @@ def differential_item_functioning(
     """
     if not 0 < fdr < 1:
         raise ValueError(f"fdr must be in (0, 1), got {fdr!r}")
-    cells = DrawCells(posterior, n_draws=n_draws, seed=seed)
-    responses, layout = cells.responses, cells.layout
+    draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed, abilities=True)
+    responses, layout = draws.responses, draws.layout
     labels = _llm_groups(responses, group)
     levels = [focal] if focal is not None else list(pd.unique(labels))
     if focal is not None and focal not in set(labels):
@@ -87,7 +87,7 @@ def differential_item_functioning(
     observed = responses.observed
     y = np.where(observed, responses.values, 0.0)
     estimates = {level: [] for level in levels}
-    for eta, params in cells:
+    for eta, params in draws:
         for level in levels:
             in_focal = (labels == level)[:, None] & observed
             estimates[level].append(item_coefficient(layout, y, eta, params, observed, in_focal))
@@ -167,13 +167,3 @@ def _local_fdr(delta: np.ndarray, sd: np.ndarray, pi0: float, tau: float) -> np.
 def _log_mixture(null: np.ndarray, alternative: np.ndarray, pi0: float) -> np.ndarray:
     """``log(π₀ e^null + (1 − π₀) e^alternative)`` elementwise, exact at ``π₀ = 1``."""
     return logsumexp(np.stack([null, alternative]), b=np.array([[pi0], [1.0 - pi0]]), axis=0)
-
-
-def bayesian_fdr_selection(lfdr: np.ndarray, level: float) -> np.ndarray:
-    """The largest set of smallest-lfdr items whose mean lfdr is at most ``level``."""
-    order = np.argsort(lfdr, kind="stable")
-    running = np.cumsum(lfdr[order]) / np.arange(1, lfdr.size + 1)
-    keep = int(np.sum(running <= level))
-    flagged = np.zeros(lfdr.size, dtype=bool)
-    flagged[order[:keep]] = True
-    return flagged

@@ -29,24 +29,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from benchmirt_bayes.analyses.ability_posterior import ability_posterior
+from benchmirt_bayes.analyses.laplace_sir import laplace_sir
 from benchmirt_bayes.analyses.metrics import spearman
-from benchmirt_bayes.analyses.scoring import (
-    ItemDraws,
-    ability_samples,
-    laplace_sir,
-    probabilities_for_samples,
-)
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
+from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.model.response_models import BINARY, cell_linear_predictor, linear_predictor
 from benchmirt_bayes.model.spec import ModelSpec
-from benchmirt_bayes.posterior import (
-    LOG_LIKELIHOOD_VARIABLE,
-    fit_spec,
-    pointwise_log_likelihood,
-    response_layout,
-    thinned_draws,
-    type_parameters,
-)
+from benchmirt_bayes.posterior import LOG_LIKELIHOOD_VARIABLE, fit_spec, pointwise_log_likelihood
 from benchmirt_bayes.summaries import CI_PROB, interval_quantiles
 
 Scheme = Literal["cells", "llms", "items"]
@@ -147,14 +137,11 @@ def typed_predictive_scores(
 
     from benchmirt_bayes.analyses.metrics import crps_from_samples, ranked_probability_score
 
-    draws = thinned_draws(fit, _PREDICTION_DRAWS, seed=seed)
-    layout = response_layout(fit)
-    params = type_parameters(layout, draws)
+    draws = PosteriorDraws.from_posterior(fit, _PREDICTION_DRAWS, seed=seed, abilities=True)
+    layout, params = draws.layout, draws.params
     rows, cols = np.nonzero(test)
-    ability = draws["ability"].transpose("sample_index", "llm", "dimension").values
-    loading = draws["loading"].transpose("sample_index", "item", "dimension").values
-    intercept = draws["intercept"].transpose("sample_index", "item").values
-    n_samples = ability.shape[0]
+    ability, loading, intercept = draws.ability, draws.loading, draws.intercept
+    n_samples = len(draws)
     types = layout.types[cols]
     ordinal = np.isin(types, ("graded", "count"))
     width = int(layout.score_scale[cols][ordinal].max()) + 1 if ordinal.any() else 1
@@ -194,7 +181,7 @@ def typed_predictive_scores(
     if continuous.any():
         samples = predictive[:, continuous]
         frame.loc[continuous, "crps"] = crps_from_samples(samples, outcome[continuous])
-        low, high = np.quantile(samples, [0.05, 0.95], axis=0)
+        low, high = np.quantile(samples, interval_quantiles(0.9), axis=0)
         inside = (outcome[continuous] >= low) & (outcome[continuous] <= high)
         frame.loc[continuous, "covered_90"] = inside.astype(float)
     return frame
@@ -231,14 +218,11 @@ def mirt_predictions(
 
 
 def _cell_predictions(fit: xr.DataTree, test: np.ndarray, seed: int) -> np.ndarray:
-    draws = thinned_draws(fit, _PREDICTION_DRAWS, seed=seed)
+    draws = PosteriorDraws.from_posterior(fit, _PREDICTION_DRAWS, seed=seed, abilities=True)
     rows, cols = np.nonzero(test)
     total = np.zeros(rows.size)
-    ability = draws["ability"].transpose("sample_index", "llm", "dimension").values
-    loading = draws["loading"].transpose("sample_index", "item", "dimension").values
-    intercept = draws["intercept"].transpose("sample_index", "item").values
-    layout = response_layout(fit)
-    params = type_parameters(layout, draws)
+    ability, loading, intercept = draws.ability, draws.loading, draws.intercept
+    layout, params = draws.layout, draws.params
     for s in range(ability.shape[0]):
         if layout.is_binary:
             eta = cell_linear_predictor(ability[s, rows], loading[s, cols], intercept[s, cols])
@@ -252,16 +236,18 @@ def _cell_predictions(fit: xr.DataTree, test: np.ndarray, seed: int) -> np.ndarr
 def _held_out_llm_predictions(
     fit: xr.DataTree, responses: ResponseMatrix, split: FoldSplit, seed: int
 ) -> np.ndarray:
-    item_draws = ItemDraws.from_posterior(fit, _PREDICTION_DRAWS, seed=seed)
+    item_draws = PosteriorDraws.from_posterior(fit, _PREDICTION_DRAWS, seed=seed)
     order = item_draws.columns(responses.items.astype(str))
     out = np.full(responses.observed.shape, np.nan)
     known_values = np.where(split.known, responses.values, np.nan)
     for j in split.held_out:
         outcomes = np.full((1, len(item_draws.items)), np.nan)
         outcomes[0, order] = known_values[j]
-        samples = ability_samples(item_draws, outcomes, seed=seed + int(j))
+        samples = ability_posterior(
+            item_draws, outcomes, method="samples", samples_per_draw=4, seed=seed + int(j), expected=False
+        ).points
         cols = np.flatnonzero(split.test[j])
-        probs = probabilities_for_samples(item_draws, samples, order[cols])[0]
+        probs = item_draws.expected_scores(samples, order[cols])[0]
         out[j, cols] = probs.mean(axis=0)
     return out[split.test]
 
@@ -275,13 +261,16 @@ def _held_out_item_predictions(
             "continuous item's cutpoints have no estimate from the held-out regression; use "
             "scheme='cells'"
         )
-    draws = thinned_draws(fit, _PREDICTION_DRAWS, seed=seed, variables=("ability", *_HYPERPARAMETERS))
-    ability = draws["ability"].transpose("sample_index", "llm", "dimension").sel(llm=responses.llms).values
+    draws = PosteriorDraws.from_posterior(
+        fit, _PREDICTION_DRAWS, seed=seed, abilities=True, extra=_HYPERPARAMETERS
+    )
+    position = {llm: j for j, llm in enumerate(draws.llms)}
+    ability = draws.ability[:, [position[llm] for llm in responses.llms.astype(str)]]
     n_draw, n_llm, k = ability.shape
     design = np.concatenate([ability, np.ones((n_draw, n_llm, 1))], axis=2)
     offset = np.zeros((n_draw, n_llm))
     spec = fit_spec(fit)
-    prior_mean, prior_var = _item_priors(draws, spec, responses, split.held_out)
+    prior_mean, prior_var = _item_priors(draws.extra, spec, responses, split.held_out)
     known_values = np.where(split.known, responses.values, np.nan)
     outcomes = known_values[:, split.held_out].T  # (item, llm)
     per_draw = 4

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.analyses.predictive import DrawCells
+from benchmirt_bayes.draws import PosteriorDraws
 
 
 def item_fit(
@@ -50,14 +50,14 @@ def item_fit(
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    cells = DrawCells(posterior, n_draws=n_draws, seed=seed)
-    responses, layout = cells.responses, cells.layout
+    draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed, abilities=True)
+    responses, layout = draws.responses, draws.layout
     observed = responses.observed
     y = np.where(observed, responses.scaled_values, 0.0)
     count = observed.sum(axis=0)
     rng = np.random.default_rng([seed, 17])
     outfit, infit, outfit_rep, exceed = (np.zeros(responses.n_items) for _ in range(4))
-    for eta, params in cells:
+    for eta, params in draws:
         expected = layout.expected_score(eta, params, expand=0)
         variance = np.maximum(layout.variance(eta, params, expand=0), 1e-12)
         replicated = layout.draw(eta, params, rng, expand=0) / layout.score_scale
@@ -67,7 +67,7 @@ def item_fit(
         infit += obs_in
         outfit_rep += rep_out
         exceed += rep_out >= obs_out
-    n = len(cells)
+    n = len(draws)
     table = pd.DataFrame(
         {
             "benchmark": responses.benchmarks,

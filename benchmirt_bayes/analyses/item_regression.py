@@ -115,3 +115,13 @@ def probability_below(
     posterior = density * weights
     posterior /= posterior.sum(axis=1, keepdims=True)
     return posterior[:, grid < threshold].sum(axis=1), weights
+
+
+def bayesian_fdr_selection(lfdr: np.ndarray, level: float) -> np.ndarray:
+    """The largest set of smallest-lfdr items whose mean lfdr is at most ``level``."""
+    order = np.argsort(lfdr, kind="stable")
+    running = np.cumsum(lfdr[order]) / np.arange(1, lfdr.size + 1)
+    keep = int(np.sum(running <= level))
+    flagged = np.zeros(lfdr.size, dtype=bool)
+    flagged[order[:keep]] = True
+    return flagged

@@ -13,14 +13,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.model.response_models import linear_predictor, mdisc, multidimensional_difficulty
-from benchmirt_bayes.posterior import (
-    TYPE_PARAMETER_VARIABLES,
-    response_layout,
-    responses_from_tree,
-    thinned_draws,
-    type_parameters,
-)
+from benchmirt_bayes.draws import PosteriorDraws
+from benchmirt_bayes.model.response_models import mdisc, multidimensional_difficulty
 from benchmirt_bayes.summaries import CI_PROB, summarise_draws
 
 RankBy = Literal["information", "discrimination", "difficulty"]
@@ -28,7 +22,7 @@ RankBy = Literal["information", "discrimination", "difficulty"]
 
 def item_information_draws(
     posterior: xr.DataTree, *, dimension: str | None = None, n_draws: int = 100, seed: int = 0
-) -> tuple[np.ndarray, xr.Dataset]:
+) -> tuple[np.ndarray, PosteriorDraws]:
     """Per draw, each item's Fisher information averaged over the fitted LLMs.
 
     ``I_i = mean_j p_ij (1 - p_ij) ‖a_i‖²`` (the trace of the information
@@ -40,27 +34,22 @@ def item_information_draws(
     information
         ``(draw, item)``.
     draws
-        The thinned draws used (``sample_index`` dim).
+        The thinned draws used (with the benchmarks' mean loadings in ``extra``).
 
     """
-    variables = ("ability", "loading", "intercept", "benchmark_loading_mean", *TYPE_PARAMETER_VARIABLES)
-    draws = thinned_draws(posterior, n_draws, seed=seed, variables=variables)
-    layout = response_layout(posterior)
-    params = type_parameters(layout, draws)
-    ability = draws["ability"].transpose("sample_index", "llm", "dimension").values
-    loading = draws["loading"].transpose("sample_index", "item", "dimension").values
-    intercept = draws["intercept"].transpose("sample_index", "item").values
+    draws = PosteriorDraws.from_posterior(
+        posterior, n_draws, seed=seed, abilities=True, extra=("benchmark_loading_mean",)
+    )
+    loading = draws.loading
     if dimension is None:
         weight = mdisc(loading) ** 2
     else:
-        dims = list(map(str, draws["dimension"].values))
-        if dimension not in dims:
-            raise KeyError(f"unknown dimension {dimension!r}; available: {dims}")
-        weight = loading[..., dims.index(dimension)] ** 2
-    info = np.empty(intercept.shape)
-    for s in range(ability.shape[0]):
-        eta = linear_predictor(ability[s], loading[s], intercept[s])
-        info[s] = layout.information_weight(eta, layout.at_sample(params, s)).mean(axis=0) * weight[s]
+        if dimension not in draws.dimensions:
+            raise KeyError(f"unknown dimension {dimension!r}; available: {draws.dimensions}")
+        weight = loading[..., draws.dimensions.index(dimension)] ** 2
+    info = np.empty(draws.intercept.shape)
+    for s in range(len(draws)):
+        info[s] = draws.information_weight(s, draws.ability[s]).mean(axis=0) * weight[s]
     return info, draws
 
 
@@ -133,10 +122,8 @@ def rank_items(
     if within not in (None, "benchmark"):
         raise ValueError(f"within must be None or 'benchmark', got {within!r}")
     info, draws = item_information_draws(posterior, dimension=dimension, n_draws=n_draws, seed=seed)
-    responses = responses_from_tree(posterior)
-    loading = draws["loading"].transpose("sample_index", "item", "dimension").values
-    intercept = draws["intercept"].transpose("sample_index", "item").values
-    dims = list(map(str, draws["dimension"].values))
+    responses = draws.responses
+    loading, intercept, dims = draws.loading, draws.intercept, draws.dimensions
     discrimination = mdisc(loading)
     difficulty = multidimensional_difficulty(intercept, discrimination)
     if by == "information":
@@ -182,12 +169,12 @@ def rank_items(
 
 
 def _direction_flags(
-    draws: xr.Dataset, benchmarks: np.ndarray, loading: np.ndarray, probability: float
+    draws: PosteriorDraws, benchmarks: np.ndarray, loading: np.ndarray, probability: float
 ) -> tuple[np.ndarray, np.ndarray]:
     n_items = loading.shape[1]
-    if "benchmark_loading_mean" not in draws:
+    if "benchmark_loading_mean" not in draws.extra:
         return np.zeros(n_items, bool), np.zeros(n_items, bool)
-    mean = draws["benchmark_loading_mean"].transpose("sample_index", "benchmark", "dimension")
+    mean = draws.extra["benchmark_loading_mean"].transpose("sample_index", "benchmark", "dimension")
     names = list(map(str, mean["benchmark"].values))
     codes = np.array([names.index(b) for b in benchmarks])
     bench_vectors = mean.values[:, codes, :]  # (draw, item, dim)

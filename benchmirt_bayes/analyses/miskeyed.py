@@ -29,9 +29,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.analyses.dif import bayesian_fdr_selection
-from benchmirt_bayes.analyses.item_regression import item_coefficient, pooled, probability_below
-from benchmirt_bayes.analyses.predictive import DrawCells
+from benchmirt_bayes.analyses.item_regression import (
+    bayesian_fdr_selection,
+    item_coefficient,
+    pooled,
+    probability_below,
+)
+from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.model.response_models import mdisc
 from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
 
@@ -88,8 +92,8 @@ def miskeyed_items(
     if not 0 < fdr < 1:
         raise ValueError(f"fdr must be in (0, 1), got {fdr!r}")
     check_ci_prob(ci_prob)
-    cells = DrawCells(posterior, n_draws=n_draws, seed=seed)
-    responses, layout = cells.responses, cells.layout
+    draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed, abilities=True)
+    responses, layout = draws.responses, draws.layout
     items = responses.items.astype(str)
     labels = responses.benchmarks.astype(str)
     if by == "subgroup":
@@ -101,23 +105,23 @@ def miskeyed_items(
         usable[cols] = True
     observed = responses.observed
     y = np.where(observed, responses.values, 0.0)
-    alignment = np.full((len(cells), items.size), np.nan)
+    alignment = np.full((len(draws), items.size), np.nan)
     slopes, slope_variances = [], []
-    mean_unit = np.zeros((items.size, cells.loading.shape[-1]))
-    for s, (eta, params) in enumerate(cells):
-        loading, ability = cells.loading[s], cells.ability[s]
+    mean_unit = np.zeros((items.size, draws.loading.shape[-1]))
+    for s, (eta, params) in enumerate(draws):
+        loading, ability = draws.loading[s], draws.ability[s]
         unit = np.zeros_like(loading)
         for cols in groups:
             others = (loading[cols].sum(axis=0) - loading[cols]) / (cols.size - 1)
             unit[cols] = others / np.maximum(mdisc(others), 1e-12)[:, None]
         alignment[s] = (loading * unit).sum(axis=-1)
-        mean_unit += unit / len(cells)
+        mean_unit += unit / len(draws)
         base = eta - ability @ loading.T  # the draw's intercepts (and type offsets) only
         slope, variance = item_coefficient(layout, y, base, params, observed, ability @ unit.T)
         slopes.append(slope)
         slope_variances.append(variance)
     slope, slope_sd = pooled(slopes, slope_variances)
-    strong_minus_weak = _strong_minus_weak(responses, groups, cells.ability.mean(axis=0), mean_unit)
+    strong_minus_weak = _strong_minus_weak(responses, groups, draws.ability.mean(axis=0), mean_unit)
     kept = alignment[:, usable]
     table = pd.DataFrame(
         {

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.analyses.predictive import DrawCells
+from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
 
 DEFAULT_ALPHA = 0.01
@@ -81,8 +81,8 @@ def person_fit(
     check_ci_prob(ci_prob)
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    cells = DrawCells(posterior, n_draws=n_draws, seed=seed)
-    responses, layout = cells.responses, cells.layout
+    draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed, abilities=True)
+    responses, layout = draws.responses, draws.layout
     if by not in responses.item_coords:
         raise KeyError(f"unknown item coordinate {by!r}; available: {responses.item_coords}")
     labels = responses.data[by].values.astype(str)
@@ -98,7 +98,7 @@ def person_fit(
     lz_draws, level_draws = [], []
     pattern_exceed = level_exceed = expected_sum = 0.0
     scaled = np.where(observed, responses.scaled_values, 0.0)
-    for eta, params in cells:
+    for eta, params in draws:
         mean, var = layout.log_likelihood_moments(eta, params, expand=0)
         replicated = layout.draw(eta, params, rng, expand=0)
         centre = (weight * mean) @ membership
@@ -120,7 +120,7 @@ def person_fit(
         level_exceed = level_exceed + (np.abs(level_rep) >= np.abs(level))
         expected_sum = expected_sum + expected @ membership
     lz_all, level_all = np.stack(lz_draws), np.stack(level_draws)  # (draw, llm, group)
-    n = len(cells)
+    n = len(draws)
     count = weight @ membership
     p_pattern, p_level = pattern_exceed / n, level_exceed / n
     with np.errstate(invalid="ignore", divide="ignore"):

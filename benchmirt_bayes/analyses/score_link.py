@@ -43,7 +43,7 @@ from benchmirt_bayes.analyses.score_regression import (
     ridge,
 )
 from benchmirt_bayes.analyses.score_selection import known_scores, score_frame
-from benchmirt_bayes.analyses.scoring import ItemDraws
+from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.posterior import responses_from_tree
 from benchmirt_bayes.summaries import CI_PROB, check_ci_prob
 
@@ -508,7 +508,7 @@ class ScoreLink:
             )
         if score_max is None:
             score_max = 100.0 if float(np.nanmax(np.abs(scores.to_numpy()))) > 1 else 1.0
-        item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
+        item_draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed)
         kept = list(item_draws.items) if items is None else [str(i) for i in items]
         outcomes = outcome_matrix(item_draws, responses, kept)
         benchmarks = fitted.data["benchmark"].to_series().astype(str)
@@ -618,7 +618,7 @@ def _say_what_has_no_link(links: dict, unlinked: dict, without_items: list, scor
         )
 
 
-def outcome_matrix(item_draws: ItemDraws, responses, kept: Sequence[str]) -> np.ndarray:
+def outcome_matrix(item_draws: PosteriorDraws, responses, kept: Sequence[str]) -> np.ndarray:
     """``(llm, item)`` responses in the item draws' order, NaN outside the kept items."""
     columns = item_draws.columns(np.asarray(kept, dtype=str))
     data = responses.data.sel(item=list(np.asarray(item_draws.items)[columns])) if len(kept) else None
@@ -646,7 +646,7 @@ def score_table(
     table = responses_on_subset
     if isinstance(table, Mapping):
         table = pd.DataFrame(table).T
-    item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
+    item_draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed)
     columns = item_draws.columns(np.asarray([str(c) for c in table.columns]))
     outcomes = np.full((len(table), len(item_draws.items)), np.nan)
     outcomes[:, columns] = table.to_numpy(dtype=float)

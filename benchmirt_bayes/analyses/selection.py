@@ -38,11 +38,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from benchmirt_bayes.analyses.ability_posterior import ability_posterior
 from benchmirt_bayes.analyses.metrics import spearman
-from benchmirt_bayes.analyses.predictive import DrawCells
-from benchmirt_bayes.analyses.scoring import ItemDraws, ability_samples, probabilities_for_samples
 from benchmirt_bayes.batch import ExecutorArg, fields_fingerprint, run_batch
 from benchmirt_bayes.data.responses import ResponseMatrix
+from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.model.layout import ResponseLayout
 from benchmirt_bayes.model.response_models import (
     information_matrix,
@@ -125,7 +125,7 @@ def select_items(
     elif method == "published":
         chosen = _published(loading, intercept, dim_index, share, size, n_bins)
     else:
-        info = expected_information(posterior, dim_index, n_draws=n_draws, seed=seed)
+        info = cell_information(posterior, dim_index, n_draws=n_draws, seed=seed)
         benchmarks = responses_from_tree(posterior).benchmarks.astype(str)
         chosen = _greedy_information(info, benchmarks, size)
     return pd.Index(items[np.sort(chosen)], name="item")
@@ -189,30 +189,26 @@ def _published(
     return chosen
 
 
-def expected_information(
+def cell_information(
     posterior: xr.DataTree, dim_index: list[int], *, n_draws: int | None = 100, seed: int = 0
 ) -> np.ndarray:
     """``(llm, item, k, k)`` Fisher information of every cell about the chosen dimensions.
 
-    Averaged over ``n_draws`` posterior draws (abilities and items of each draw together),
+    Averaged over ``n_draws`` posterior draws (abilities and items of each draw together,
+    :meth:`PosteriorDraws.expected_information <benchmirt_bayes.draws.PosteriorDraws.expected_information>`),
     so that an item whose parameters are uncertain is valued by the information it carries
     on average; ``n_draws=None`` evaluates it at the posterior means.
     """
-    responses = responses_from_tree(posterior)
-    layout = ResponseLayout.from_responses(responses)
     if n_draws is None:
+        responses = responses_from_tree(posterior)
+        layout = ResponseLayout.from_responses(responses)
         loading, intercept, ability, _ = point_parameters(posterior)
         eta = linear_predictor(ability, loading, intercept)
         weight = layout.information_weight(eta, point_type_parameters(posterior, layout), expand=0)
         a = loading[:, dim_index]
         return information_matrix(weight, np.broadcast_to(a, (*weight.shape, len(dim_index))))
-    cells = DrawCells(posterior, n_draws=n_draws, seed=seed, responses=responses)
-    total = np.zeros((responses.n_llms, responses.n_items, len(dim_index), len(dim_index)))
-    for s, (eta, params) in enumerate(cells):
-        weight = layout.information_weight(eta, params, expand=0)
-        a = cells.loading[s][:, dim_index]
-        total += information_matrix(weight, np.broadcast_to(a, (*weight.shape, len(dim_index))))
-    return total / len(cells)
+    draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed, abilities=True)
+    return draws.expected_information(draws.ability, dims=dim_index)
 
 
 def _greedy_information(info: np.ndarray, benchmarks: np.ndarray, size: int) -> np.ndarray:
@@ -319,7 +315,7 @@ def subset_estimates(
     *,
     n_draws: int = 50,
     seed: int = 0,
-    item_draws: ItemDraws | None = None,
+    item_draws: PosteriorDraws | None = None,
 ) -> tuple[np.ndarray, pd.DataFrame]:
     """Abilities and benchmark scores of every LLM in ``responses`` from the ``kept`` items only.
 
@@ -338,20 +334,22 @@ def subset_estimates(
 
     """
     if item_draws is None:
-        item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
+        item_draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed)
     order = item_draws.columns(responses.items.astype(str))
     kept_mask = np.isin(item_draws.items, np.asarray(kept, dtype=str))
     outcomes = np.full((responses.n_llms, len(item_draws.items)), np.nan)
     outcomes[:, order] = responses.values
     revealed = np.where(kept_mask[None, :], outcomes, np.nan)
-    samples = ability_samples(item_draws, revealed, seed=seed)
+    samples = ability_posterior(
+        item_draws, revealed, method="samples", samples_per_draw=4, seed=seed, expected=False
+    ).points
     benchmarks = np.empty(len(item_draws.items), dtype=object)
     benchmarks[order] = responses.benchmarks.astype(str)
     names = list(pd.unique(responses.benchmarks.astype(str)))
     scores = np.zeros((responses.n_llms, len(names)))
     all_columns = np.arange(len(item_draws.items))
     for j in range(responses.n_llms):
-        expected = probabilities_for_samples(item_draws, samples[j : j + 1], all_columns)[0].mean(axis=0)
+        expected = item_draws.expected_scores(samples[j : j + 1], all_columns)[0].mean(axis=0)
         filled = np.where(kept_mask & ~np.isnan(outcomes[j]), outcomes[j], expected)
         for b, name in enumerate(names):
             scores[j, b] = filled[benchmarks == name].mean()
@@ -484,7 +482,7 @@ def held_out_benchmark_error(
 
     """
     actual = held_out.benchmark_scores()
-    item_draws = ItemDraws.from_posterior(posterior, n_draws, seed=seed)
+    item_draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed)
     rows = []
     for method in methods:
         for fraction in fractions:

@@ -21,6 +21,7 @@ extra); the same step function shards over devices as described in ``ARCHITECTUR
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -139,12 +140,12 @@ def fit_minibatch_advi(
 
     jnp = import_jax()
     if isinstance(source, ResponseMatrix):
-        if not source.is_binary:
-            raise ValueError(
-                "the minibatch path fits binary responses only; data with graded, continuous or "
-                "count items fit with fit_posterior (method='nuts', 'advi' or 'map')"
-            )
         source = MatrixSource(source)
+    if isinstance(source, MatrixSource) and not source.responses.is_binary:
+        raise ValueError(
+            "the minibatch path fits binary responses only; data with graded, continuous or "
+            "count items fit with fit_posterior (method='nuts', 'advi' or 'map')"
+        )
     model_spec = load_spec(spec)
     if model_spec.is_confirmatory:
         raise ValueError("the minibatch path fits exploratory specs only")
@@ -610,11 +611,43 @@ def _assemble(
             identification="varimax of the variational mean loadings, sign and order convention",
         ),
         "benchmirt_source": repr(source),
+        MODEL_DIFFERENCES_ATTR: json.dumps(model_differences(spec, source)),
         "benchmirt_converged": int(converged),
         "benchmirt_epochs": len(elbo),
         "benchmirt_blocks_per_epoch": blocks,
     }
     return tree
+
+
+MODEL_DIFFERENCES_ATTR = "benchmirt_model_differences"
+"""Attr of a minibatch fit: JSON list of where its model differs from ``fit_posterior``'s."""
+
+
+def model_differences(spec: ModelSpec, source: CellSource) -> list[str]:
+    """Where the minibatch model differs from the model :func:`fit_posterior` fits with ``spec``.
+
+    Stored with every minibatch fit (:data:`MODEL_DIFFERENCES_ATTR`) so that a reader of the
+    fit, or an analysis that depends on one of these parts, can tell.
+    """
+    differences = []
+    if spec.ability.correlation == "whitened":
+        differences.append(
+            "abilities: independent N(0, sigma^2) per LLM and dimension, centred and standardised "
+            "after each epoch (fit_posterior whitens every draw's abilities within the sample)"
+        )
+    if spec.loading.zero_sum:
+        differences.append(
+            "loadings: item deviations from the benchmark mean are not constrained to sum to zero"
+        )
+    responses = _source_matrix(source)
+    subgroups = responses is not None and len(
+        set(zip(responses.benchmarks, responses.subgroups, strict=True))
+    ) > len(set(responses.benchmarks))
+    if subgroups or responses is None:
+        differences.append("intercepts: no subgroup offsets (fit_posterior adds one per subgroup)")
+    differences.append("intercepts: centred in every benchmark")
+    differences.append("response types: binary only")
+    return differences
 
 
 def _source_matrix(source: CellSource) -> ResponseMatrix | None:

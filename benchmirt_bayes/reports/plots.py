@@ -13,8 +13,8 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from benchmirt_bayes.diagnostics.stability import restart_means
+from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.model.response_models import linear_predictor
-from benchmirt_bayes.posterior import response_layout, thinned_draws, type_parameters
 from benchmirt_bayes.summaries import CI_PROB, interval_quantiles
 
 
@@ -214,9 +214,14 @@ def plot_benchmark_heatmap(audit_table, *, title: str | None = None) -> Figure:
 
 
 def plot_item_loadings(
-    posterior: xr.DataTree, benchmark: str, *, color_by: str = "subgroup", dims: tuple[int, int] = (0, 1)
+    posterior: xr.DataTree,
+    benchmark: str,
+    *,
+    color_by: str = "subgroup",
+    dims: tuple[int, int] = (0, 1),
+    ci_prob: float = CI_PROB,
 ) -> Figure:
-    """Scatter of one benchmark's item loadings (posterior means, 90% intervals), coloured by group."""
+    """One benchmark's item loadings (posterior means, ``ci_prob`` intervals), coloured by group."""
     post = posterior["posterior"]
     observed = posterior["observed_data"]
     items = observed["item"].values[observed["benchmark"].values == benchmark]
@@ -224,8 +229,7 @@ def plot_item_loadings(
         raise KeyError(f"no items of benchmark {benchmark!r}")
     loading = post["loading"].sel(item=items)
     mean = loading.mean(("chain", "draw")).values
-    low = loading.quantile(0.05, dim=("chain", "draw")).values
-    high = loading.quantile(0.95, dim=("chain", "draw")).values
+    low, high = (loading.quantile(q, dim=("chain", "draw")).values for q in interval_quantiles(ci_prob))
     labels = observed[color_by].sel(item=items).values
     names = post["dimension"].values
     fig, ax = plt.subplots(figsize=(6.5, 5.5))
@@ -253,12 +257,13 @@ def plot_item_loadings(
     return fig
 
 
-def plot_ability_map(posterior: xr.DataTree, *, dims: tuple[int, int] = (0, 1), label_top: int = 8) -> Figure:
-    """LLMs in ability space: posterior means with 90% intervals on both axes."""
+def plot_ability_map(
+    posterior: xr.DataTree, *, dims: tuple[int, int] = (0, 1), label_top: int = 8, ci_prob: float = CI_PROB
+) -> Figure:
+    """LLMs in ability space: posterior means with ``ci_prob`` intervals on both axes."""
     ability = posterior["posterior"]["ability"]
     mean = ability.mean(("chain", "draw")).values
-    low = ability.quantile(0.05, dim=("chain", "draw")).values
-    high = ability.quantile(0.95, dim=("chain", "draw")).values
+    low, high = (ability.quantile(q, dim=("chain", "draw")).values for q in interval_quantiles(ci_prob))
     names = ability["dimension"].values
     llms = ability["llm"].values
     x, y = dims
@@ -429,21 +434,16 @@ def plot_item_curves(
 
     """
     items = np.asarray(items, dtype=str)
-    draws = thinned_draws(posterior, n_draws, seed=seed)
-    known = draws["item"].values.astype(str)
-    unknown = sorted(set(items) - set(known))
+    draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed)
+    unknown = sorted(set(items) - set(draws.items))
     if unknown or items.size == 0:
         raise KeyError(f"unknown item(s): {unknown[:10]}" if unknown else "no items given")
-    loading = draws["loading"].sel(item=items).transpose("sample_index", "item", "dimension").values
-    intercept = draws["intercept"].sel(item=items).transpose("sample_index", "item").values
-    dims = [str(d) for d in draws["dimension"].values]
+    chosen = draws.take_items(draws.columns(items))
+    loading, intercept, dims = chosen.loading, chosen.intercept, chosen.dimensions
     if dimension is not None and dimension not in dims:
         raise KeyError(f"unknown dimension {dimension!r}; available: {dims}")
     k = dims.index(dimension) if dimension is not None else int(np.argmax(np.abs(loading[:, 0].mean(0))))
-    layout = response_layout(posterior)
-    columns = np.array([int(np.flatnonzero(known == item)[0]) for item in items])
-    sub_layout = layout.take(columns)
-    params = layout.take_parameters(type_parameters(layout, draws), columns)
+    sub_layout, params = chosen.layout, chosen.params
     grid = np.linspace(-3.5, 3.5, 141)
     theta = np.zeros((grid.size, len(dims)))
     theta[:, k] = grid
