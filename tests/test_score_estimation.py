@@ -222,6 +222,17 @@ def test_stepwise_items_predict_held_out_full_scores_better_than_random_items(se
         select_for_scores(fit, full.loc[train])
 
 
+def test_select_for_scores_says_when_it_keeps_fewer_items_than_asked(setting):
+    """With 30 training LLMs, at most 29 items per benchmark can add to the fit: said, not silent."""
+    _, reduced, full, train, _, fit = setting
+    few = full.loc[train].copy()
+    few.iloc[30:] = np.nan  # 30 LLMs with known scores
+    name = str(reduced.benchmark_names[0])
+    with pytest.warns(UserWarning, match=rf"fewer items than asked in {name}: \d+ of 40 .* 30 training LLMs"):
+        kept = select_for_scores(fit, few[[name]], n_items=40)
+    assert 0 < len(kept) < 40
+
+
 def test_select_stepwise_command_needs_full_scores(setting, tmp_path, capsys):
     from benchmirt_bayes import save_posterior
     from benchmirt_bayes.cli import main

@@ -15,6 +15,7 @@ then measured on others.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -124,6 +125,12 @@ def select_for_scores(
     pandas.Index
         The chosen item ids, benchmark by benchmark in the order chosen.
 
+    Warns
+    -----
+    UserWarning
+        A benchmark gets fewer items than asked (more than it has, or more than the training
+        LLMs' answers can tell apart), naming the benchmark and the count.
+
     Raises
     ------
     ValueError
@@ -144,6 +151,7 @@ def select_for_scores(
     llms = responses.llms.astype(str)
     chosen: list[str] = []
     usable = []
+    short = []  # benchmarks that get fewer items than asked, and why
     for name in scores.columns:
         items = benchmark_of.index[benchmark_of == str(name)].astype(str)
         if items.empty:
@@ -158,9 +166,18 @@ def select_for_scores(
         size = n_items if n_items is not None else max(1, round(fraction * len(items)))
         picked = forward_stepwise(answers, target[rows], size)
         chosen += [str(items[j]) for j in picked]
+        if len(picked) < size:
+            short.append(
+                f"{name}: {len(picked)} of {size} ({len(items)} fitted items; {len(rows)} training LLMs "
+                "with known scores, whose answers span no more independent items)"
+            )
     if not usable:
         raise ValueError(
             f"no benchmark of the fit has full scores for at least {MIN_LLMS} of its LLMs "
             f"(score columns: {list(map(str, scores.columns))})"
+        )
+    if short:
+        warnings.warn(
+            "select_for_scores keeps fewer items than asked in " + "; ".join(short), UserWarning, stacklevel=2
         )
     return pd.Index(chosen, name="item")
