@@ -49,11 +49,8 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.analyses.score_link import LINK_ATTR, ScoreLink, score_table
+from benchmirt_bayes.analyses.score_link import DEFAULT_DRAWS, LINK_ATTR, ScoreLink, score_table
 from benchmirt_bayes.summaries import CI_PROB
-
-DEFAULT_DRAWS = 20
-"""Item draws that score subsets when no link says otherwise."""
 
 
 def fit_score_link(
@@ -166,7 +163,7 @@ def estimate_scores(
     n_draws, seed
         Posterior draws of the items that score the subsets, and the seed that picks them:
         by default the link's own (the draws that scored its training LLMs), else
-        :data:`DEFAULT_DRAWS` and 0.
+        :data:`~benchmirt_bayes.analyses.score_link.DEFAULT_DRAWS` and 0.
     ci_prob
         Interval mass without a link (with one, the link's calibrated coverage applies).
 

@@ -67,6 +67,8 @@ regression on the IRT terms, the kept mean and, with a stronger ridge penalty, t
 to the kept items themselves, so that items whose success tracks the unseen rest of the
 benchmark more (or less) than the model says count accordingly; additive or single-index,
 whichever predicts the training LLMs better out of fold."""
+DEFAULT_DRAWS = 20
+"""Item draws that score subsets (training and new LLMs) unless told otherwise."""
 LINK_ATTR = "benchmirt_score_link"
 """The attr of a fit that carries its link (:func:`~benchmirt_bayes.with_score_link`)."""
 
@@ -478,7 +480,7 @@ class ScoreLink:
     benchmarks: dict[str, BenchmarkLink]
     score_max: float
     reference: dict = field(default_factory=dict)
-    n_draws: int = 20
+    n_draws: int = DEFAULT_DRAWS
     seed: int = 0
 
     @classmethod
@@ -491,7 +493,7 @@ class ScoreLink:
         responses=None,
         ci_prob: float = CI_PROB,
         folds: int = 5,
-        n_draws: int = 20,
+        n_draws: int = DEFAULT_DRAWS,
         seed: int = 0,
         score_max: float | None = None,
     ) -> ScoreLink:
