@@ -208,12 +208,23 @@ class PosteriorDraws:
         ``samples (unit, sample, dimension)`` are ability samples, sample ``k`` paired with
         draw :meth:`draw_of_sample` ``[k]`` (binary items: probabilities of a right answer).
         """
+        return self.score_moments(samples, columns, variance=False)[0]
+
+    def score_moments(
+        self, samples: np.ndarray, columns: np.ndarray, *, variance: bool = True
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Expected scores and response variances on ``[0, 1]``, each ``(unit, sample, item)``.
+
+        As :meth:`expected_scores`; the variance is that of one response given the sample's
+        ability and item draw (the noise of answering), ``None`` unless asked for.
+        """
         draw_of_sample = self.draw_of_sample(samples.shape[1])
         loading = self.loading[draw_of_sample][:, columns, :]  # (sample, item, dim)
         intercept = self.intercept[draw_of_sample][:, columns]
         eta = linear_predictor(samples[:, :, None, :], loading, intercept)[:, :, 0, :]
         layout, params = self.response_model(columns, draw_of_sample)
-        return layout.expected_score(eta, params, expand=0)
+        expected = layout.expected_score(eta, params, expand=0)
+        return expected, layout.variance(eta, params, expand=0) if variance else None
 
     def information_weight(
         self, s: int, ability: np.ndarray, columns: np.ndarray | None = None

@@ -73,20 +73,19 @@ def summarise_draws(
     return summary
 
 
-def summarise_weighted(
-    values: np.ndarray, weights: np.ndarray, ci_prob: float = CI_PROB
+def summarise_normal_mixture(
+    means: np.ndarray, variances: np.ndarray, weights: np.ndarray, ci_prob: float = CI_PROB
 ) -> dict[str, np.ndarray]:
-    """Mean, SD and central interval of weighted points, one distribution per row.
+    """Mean, SD and central interval of a mixture of normals, one mixture per row.
 
     Parameters
     ----------
-    values
-        ``(unit, point)`` values of the points.
-    weights
-        ``(unit, point)`` probabilities of the points (rows sum to one).
+    means, variances, weights
+        ``(unit, component)``: each component's mean and variance (zero: a point mass) and
+        its probability (rows sum to one).
     ci_prob
-        Probability mass of the interval; its ends are the smallest values whose cumulative
-        weight reaches each tail level.
+        Probability mass of the interval; its ends are the mixture's quantiles (bisection on
+        its distribution function).
 
     Returns
     -------
@@ -94,15 +93,26 @@ def summarise_weighted(
         ``mean``, ``sd``, ``lower``, ``upper``, one value per unit.
 
     """
+    from scipy.special import ndtr
+
     low, high = interval_quantiles(ci_prob)
-    values, weights = np.asarray(values, dtype=float), np.asarray(weights, dtype=float)
-    mean = np.sum(weights * values, axis=1)
-    variance = np.sum(weights * (values - mean[:, None]) ** 2, axis=1)
-    order = np.argsort(values, axis=1)
-    ordered = np.take_along_axis(values, order, axis=1)
-    cumulative = np.cumsum(np.take_along_axis(weights, order, axis=1), axis=1)
+    means, weights = np.asarray(means, dtype=float), np.asarray(weights, dtype=float)
+    sd = np.sqrt(np.maximum(np.asarray(variances, dtype=float), 1e-18))
+    mean = np.sum(weights * means, axis=1)
+    second = np.sum(weights * (sd**2 + means**2), axis=1)
 
-    def at(level: float) -> np.ndarray:
-        return np.take_along_axis(ordered, np.argmax(cumulative >= level, axis=1)[:, None], axis=1)[:, 0]
+    def quantile(level: float) -> np.ndarray:
+        lo = np.min(means - 9 * sd, axis=1)
+        hi = np.max(means + 9 * sd, axis=1)
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            below = np.sum(weights * ndtr((mid[:, None] - means) / sd), axis=1) < level
+            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        return 0.5 * (lo + hi)
 
-    return {"mean": mean, "sd": np.sqrt(variance), "lower": at(low), "upper": at(high)}
+    return {
+        "mean": mean,
+        "sd": np.sqrt(np.maximum(second - mean**2, 0.0)),
+        "lower": quantile(low),
+        "upper": quantile(high),
+    }

@@ -233,6 +233,34 @@ def test_select_for_scores_says_when_it_keeps_fewer_items_than_asked(setting):
     assert 0 < len(kept) < 40
 
 
+def test_without_a_link_the_interval_is_for_the_score_the_llm_would_get(setting):
+    """A posterior predictive interval of the realised score on the fitted items, not of its expectation."""
+    from benchmirt_bayes.analyses.ability_posterior import ability_posterior, predicted_mean_score
+
+    _, reduced, _, _, test, fit = setting
+    kept = list(np.random.default_rng(1).choice(reduced.items, 60, replace=False))
+    answers = reduced.data.sel(llm=list(test), item=kept).to_pandas()
+    table = estimate_scores(fit, answers, n_draws=20)
+    realised = reduced.subset(llms=list(test)).benchmark_scores()
+    truth = np.array([realised.loc[u, b] for u, b in zip(table["llm"], table["benchmark"], strict=True)])
+    covered = ((table["lower"] <= truth) & (truth <= table["upper"])).mean()
+    assert 0.84 <= covered <= 0.96, covered
+    draws = PosteriorDraws.from_posterior(fit, 20)
+    outcomes = np.full((len(test), len(draws.items)), np.nan)
+    outcomes[:, draws.columns(kept)] = answers.to_numpy()
+    abilities = ability_posterior(draws, outcomes)
+    columns = np.flatnonzero(reduced.benchmarks == reduced.benchmark_names[0])
+    parameter = predicted_mean_score(abilities, draws, columns, outcomes, 0.9, predictive=False)
+    predicted = predicted_mean_score(abilities, draws, columns, outcomes, 0.9)
+    widths = [result["upper"] - result["lower"] for result in (predicted, parameter)]
+    assert np.median(widths[0] / widths[1]) > 1.05  # response noise on top of the parameters'
+    every = np.nan_to_num(reduced.data.sel(llm=list(test[:3])).transpose("llm", "item").values)
+    # every item answered: the observed mean, with no uncertainty left
+    exact = predicted_mean_score(ability_posterior(draws, every), draws, columns, every, 0.9)
+    np.testing.assert_allclose(exact["mean"], every[:, columns].mean(axis=1))
+    np.testing.assert_allclose(exact["upper"] - exact["lower"], 0, atol=1e-6)
+
+
 def test_select_stepwise_command_needs_full_scores(setting, tmp_path, capsys):
     from benchmirt_bayes import save_posterior
     from benchmirt_bayes.cli import main

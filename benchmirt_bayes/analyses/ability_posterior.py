@@ -19,7 +19,7 @@ import numpy as np
 from benchmirt_bayes.analyses.laplace_sir import laplace_sir
 from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.model.response_models import BINARY, linear_predictor
-from benchmirt_bayes.summaries import summarise_weighted
+from benchmirt_bayes.summaries import summarise_normal_mixture
 
 GRID_POINTS = {1: 81, 2: 31}
 """Grid points per dimension of :func:`grid_ability_posterior`."""
@@ -239,23 +239,56 @@ def ability_posterior(
     )
 
 
-def expected_mean_score(
-    posterior: AbilityPosterior, draws: PosteriorDraws, columns: np.ndarray, ci_prob: float
+def predicted_mean_score(
+    posterior: AbilityPosterior,
+    draws: PosteriorDraws,
+    columns: np.ndarray,
+    outcomes: np.ndarray,
+    ci_prob: float,
+    *,
+    predictive: bool = True,
+    chunk: int = 64,
 ) -> dict[str, np.ndarray]:
-    """Each unit's expected mean score on ``columns`` (on ``[0, 1]``), summarised.
+    """Each unit's mean score on ``columns`` (on ``[0, 1]``) had it answered them all, summarised.
 
-    ``mean``, ``sd``, ``lower`` and ``upper`` (of mass ``ci_prob``) over the unit's ability
-    posterior, with the item draws integrated.
+    With ``predictive`` (the default), the posterior predictive of the score the unit would
+    get: its answered items count as answered, and each unanswered one adds its expected
+    score and its response noise, over the unit's ability posterior and the item draws (a
+    mixture of normals, moment-matched per ability point). Without it, the posterior of the
+    model's *expected* mean score on all of ``columns``, answered or not: the interval of a
+    parameter, not of the score the unit would get.
+
+    Returns
+    -------
+    dict
+        ``mean``, ``sd``, ``lower``, ``upper`` (of mass ``ci_prob``), one value per unit.
+
     """
-    layout = draws.layout
+    outcomes = np.atleast_2d(np.asarray(outcomes, dtype=float))
+    scale = draws.layout.score_scale[columns]
+    observed = outcomes[:, columns] / scale
+    unanswered = np.isnan(observed) if predictive else np.ones(observed.shape, dtype=bool)
+    open_ = unanswered.astype(float)
+    known = np.where(unanswered, 0.0, np.nan_to_num(observed)).sum(axis=1)
+    n = len(columns)
     if posterior.shared:
-        n = draws.loading.shape[0]
-        per_point = np.zeros(posterior.points.shape[0])  # the mean expected score at each grid point
-        for s in range(n):
-            eta = linear_predictor(posterior.points, draws.loading[s][columns], draws.intercept[s][columns])
-            params = layout.take_parameters(layout.at_sample(draws.params, s), columns)
-            per_point += layout.take(columns).expected_score(eta, params, expand=0).mean(axis=1) / n
-        per_point = np.broadcast_to(per_point, posterior.weights.shape)
+        total, second, noise = (np.zeros(posterior.weights.shape) for _ in range(3))
+        for s in range(len(draws)):
+            layout, params = draws.response_model(columns, s)
+            eta = draws.eta(s, posterior.points, columns)  # (point, item)
+            per_unit = open_ @ layout.expected_score(eta, params, expand=0).T  # (unit, point)
+            total += per_unit / len(draws)
+            second += per_unit**2 / len(draws)
+            if predictive:
+                noise += open_ @ layout.variance(eta, params, expand=0).T / len(draws)
+        means = (known[:, None] + total) / n
+        variances = (noise + np.maximum(second - total**2, 0.0)) / n**2
     else:  # each sample pairs with its own item draw
-        per_point = draws.expected_scores(posterior.points, columns).mean(axis=-1)
-    return summarise_weighted(per_point, posterior.weights, ci_prob)
+        means, variances = np.zeros(posterior.weights.shape), np.zeros(posterior.weights.shape)
+        for start in range(0, outcomes.shape[0], chunk):
+            rows = slice(start, start + chunk)
+            expected, variance = draws.score_moments(posterior.points[rows], columns, variance=predictive)
+            means[rows] = (known[rows, None] + np.einsum("usi,ui->us", expected, open_[rows])) / n
+            if predictive:
+                variances[rows] = np.einsum("usi,ui->us", variance, open_[rows]) / n**2
+    return summarise_normal_mixture(means, variances, posterior.weights, ci_prob)

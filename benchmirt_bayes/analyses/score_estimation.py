@@ -38,8 +38,8 @@ saw), and how sure are we? Three steps:
 
 ``estimate_scores`` returns, per LLM and benchmark, the link's estimate with its interval,
 the IRT expectation on the fitted items and the plain mean on the kept items. Without a
-link it returns the IRT estimate of the mean score on all fitted items of each benchmark,
-with posterior intervals.
+link it returns the score the LLM would get on all fitted items of each benchmark (answered
+items as answered), with posterior predictive intervals.
 """
 
 from __future__ import annotations
@@ -153,10 +153,11 @@ def estimate_scores(
         asked), or a mapping LLM → {item: response}. Items must be fitted items.
     link
         The link to full scores (:func:`fit_score_link`). Without one (and none stored),
-        the estimate is the model's expected mean score on all fitted items of each
-        benchmark, with a posterior interval of mass ``ci_prob``, on ``[0, 1]``; a
-        benchmark the link has no link for gets the same, scaled to the link's
-        ``score_max``.
+        the estimate is the score the LLM would get on all fitted items of each benchmark,
+        on ``[0, 1]``, with a posterior predictive interval of mass ``ci_prob``: answered
+        items count as answered, unanswered ones carry their response noise as well as the
+        uncertainty of the ability and the items; a benchmark the link has no link for gets
+        the same, scaled to the link's ``score_max``.
     estimator
         One of :data:`~benchmirt_bayes.analyses.score_link.ESTIMATORS` (``"package"``: the
         default regression on all features), or several (one row per estimator each).

@@ -22,7 +22,7 @@ import xarray as xr
 from benchmirt_bayes.analyses.ability_posterior import (
     AbilityPosterior,
     ability_posterior,
-    expected_mean_score,
+    predicted_mean_score,
 )
 from benchmirt_bayes.analyses.score_neighbours import (
     NEIGHBOURS,
@@ -672,7 +672,7 @@ def score_table(
         features = LinkFeatures.from_posterior(abilities, cols, outcomes, scale, kept)
         n_answered = (~np.isnan(outcomes[:, cols])).sum(axis=1)
         if bench_link is None:
-            irt = expected_mean_score(abilities, item_draws, cols, ci_prob)
+            irt = predicted_mean_score(abilities, item_draws, cols, outcomes, ci_prob)
             results = {"irt_fitted_items": tuple(unit * irt[key] for key in ("mean", "lower", "upper"))}
         else:
             half = bench_link.half_width(features)
