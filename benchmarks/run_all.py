@@ -113,6 +113,13 @@ BENCHMARKS = (
         metabench=True,
     ),
     Benchmark(
+        "no_link_intervals",
+        "Scores without a link at 20, 50 and 150 LLMs: are the intervals honest?",
+        "no_link_intervals.py",
+        ("--folds", "1", "--items", "10"),
+        ("--folds", "2"),
+    ),
+    Benchmark(
         "subset_fidelity",
         "How few items keep the picture: subset fidelity on the built-in set",
         "subset_fidelity.py",
