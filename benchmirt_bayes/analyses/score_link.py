@@ -510,11 +510,10 @@ class ScoreLink:
             )
         if score_max is None:
             score_max = 100.0 if float(np.nanmax(np.abs(scores.to_numpy()))) > 1 else 1.0
-        item_draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed)
+        item_draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed, responses=fitted)
         kept = list(item_draws.items) if items is None else [str(i) for i in items]
         outcomes = outcome_matrix(item_draws, responses, kept)
-        benchmarks = fitted.data["benchmark"].to_series().astype(str)
-        bench_of_item = benchmarks.loc[list(item_draws.items)].to_numpy()
+        bench_of_item = item_draws.layout.benchmarks.astype(str)
         rng = np.random.default_rng(seed)
         scale = item_draws.layout.score_scale
         # every kept item's answers, also those of other benchmarks: in a joint fit they tell
@@ -531,7 +530,7 @@ class ScoreLink:
                     f"a link needs at least {min_llms_for_link(folds)} ({folds} folds × 5)"
                 )
                 continue
-            if not any(benchmarks.get(i) == name for i in kept):
+            if not np.any(bench_of_item[kept_columns] == str(name)):
                 without_items.append(name)
                 continue
             abilities = ability_posterior(item_draws, outcomes[rows], seed=seed)
@@ -654,8 +653,7 @@ def score_table(
     outcomes[:, columns] = table.to_numpy(dtype=float)
     item_draws.check_responses(columns, outcomes[:, columns])
     abilities = ability_posterior(item_draws, outcomes, seed=seed)
-    benchmarks = responses_from_tree(posterior).data["benchmark"].to_series().astype(str)
-    bench_of_item = benchmarks.loc[list(item_draws.items)].to_numpy()
+    bench_of_item = item_draws.layout.benchmarks.astype(str)
     scale = item_draws.layout.score_scale
     reference = decode_answers(link.reference) if link is not None and link.reference else None
     cache = {}  # benchmarks with the same kept items and known LLMs (a joint fit) share one search

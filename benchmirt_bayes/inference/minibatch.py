@@ -611,7 +611,7 @@ def _assemble(
             identification="varimax of the variational mean loadings, sign and order convention",
         ),
         "benchmirt_source": repr(source),
-        MODEL_DIFFERENCES_ATTR: json.dumps(model_differences(spec, source)),
+        MODEL_DIFFERENCES_ATTR: json.dumps(model_differences(spec, responses)),
         "benchmirt_converged": int(converged),
         "benchmirt_epochs": len(elbo),
         "benchmirt_blocks_per_epoch": blocks,
@@ -623,11 +623,13 @@ MODEL_DIFFERENCES_ATTR = "benchmirt_model_differences"
 """Attr of a minibatch fit: JSON list of where its model differs from ``fit_posterior``'s."""
 
 
-def model_differences(spec: ModelSpec, source: CellSource) -> list[str]:
+def model_differences(spec: ModelSpec, responses: ResponseMatrix | None) -> list[str]:
     """Where the minibatch model differs from the model :func:`fit_posterior` fits with ``spec``.
 
     Stored with every minibatch fit (:data:`MODEL_DIFFERENCES_ATTR`) so that a reader of the
-    fit, or an analysis that depends on one of these parts, can tell.
+    fit, or an analysis that depends on one of these parts, can tell. ``responses`` is the
+    fitted data when the source could be materialised (``None``: a streamed source, whose
+    subgroups are not known, so the missing offsets are listed).
     """
     differences = []
     if spec.ability.correlation == "whitened":
@@ -639,7 +641,6 @@ def model_differences(spec: ModelSpec, source: CellSource) -> list[str]:
         differences.append(
             "loadings: item deviations from the benchmark mean are not constrained to sum to zero"
         )
-    responses = _source_matrix(source)
     subgroups = responses is not None and len(
         set(zip(responses.benchmarks, responses.subgroups, strict=True))
     ) > len(set(responses.benchmarks))
