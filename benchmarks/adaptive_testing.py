@@ -26,7 +26,8 @@ from benchmirt_bayes import (
     save_posterior,
     score_llm,
 )
-from benchmirt_bayes.model.response_models import BinaryLogistic, linear_predictor
+from benchmirt_bayes.response_types.base import linear_predictor
+from benchmirt_bayes.response_types.binary import BinaryLogistic
 from benchmirt_bayes.simulation.datasets import builtin_set
 
 

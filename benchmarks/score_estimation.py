@@ -59,7 +59,7 @@ from benchmirt_bayes import (
     select_items,
 )
 from benchmirt_bayes.data.real_data import OPEN_LLM_BENCHMARKS, load_open_llm_leaderboard_reference
-from benchmirt_bayes.model.response_models import mdisc, multidimensional_difficulty
+from benchmirt_bayes.response_types.base import mdisc, multidimensional_difficulty
 
 FRACTIONS = (1.0, 0.5, 0.25)
 COUNTS = (10, 25, 50, 100)

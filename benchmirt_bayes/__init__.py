@@ -60,10 +60,11 @@ from benchmirt_bayes.inference.minibatch import fit_minibatch_advi
 from benchmirt_bayes.inference.settings import AdviSettings, NutsSettings
 from benchmirt_bayes.io import load_posterior, save_posterior
 from benchmirt_bayes.model.pymc_model import build_model
-from benchmirt_bayes.model.response_models import RESPONSE_MODELS, ResponseModel, response_model
 from benchmirt_bayes.model.spec import ModelSpec, available_specs, load_spec
 from benchmirt_bayes.posterior import with_log_likelihood
 from benchmirt_bayes.reports.report import write_report
+from benchmirt_bayes.response_types import RESPONSE_MODELS, response_model
+from benchmirt_bayes.response_types.base import ResponseModel
 from benchmirt_bayes.simulation.audit_plants import AuditPlan
 from benchmirt_bayes.simulation.simulate import SimulatedBenchmark, simulate_benchmirt
 from benchmirt_bayes.simulation.streaming import MatrixSource, StreamingSimulation

@@ -19,7 +19,6 @@ import xarray as xr
 
 from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.model.layout import ItemParameters, ResponseLayout
-from benchmirt_bayes.model.response_models import information_matrix, linear_predictor
 from benchmirt_bayes.posterior import (
     TYPE_PARAMETER_VARIABLES,
     fit_spec,
@@ -28,6 +27,7 @@ from benchmirt_bayes.posterior import (
     thinned_draws,
     type_parameters,
 )
+from benchmirt_bayes.response_types.base import information_matrix, linear_predictor
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,8 @@ class PosteriorDraws:
         values = np.asarray(values, dtype=float)
         seen = ~np.isnan(values)
         whole = values == np.round(values)
-        bad = seen & ((values < 0) | (values > scale) | ((types != "continuous") & ~whole))
+        integral = self.layout.whole_numbers[columns]
+        bad = seen & ((values < 0) | (values > scale) | (integral & ~whole))
         if bad.any():
             shown = {
                 f"{self.items[c]} ({t}, highest {s:g})": float(v)

@@ -18,8 +18,15 @@ import xarray as xr
 
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
 from benchmirt_bayes.model.layout import ItemParameters, ResponseLayout
-from benchmirt_bayes.model.response_models import BINARY, cell_linear_predictor, linear_predictor
 from benchmirt_bayes.model.spec import ModelSpec
+from benchmirt_bayes.response_types import (
+    DEFAULT_TYPE,
+    RESPONSE_MODELS,
+    draw_variables,
+    response_model,
+    type_variables,
+)
+from benchmirt_bayes.response_types.base import cell_linear_predictor, linear_predictor
 
 KEPT_VARIABLES = (
     "ability",
@@ -31,15 +38,12 @@ KEPT_VARIABLES = (
     "benchmark_intercept_spread",
     "subgroup_intercept_offset",
     "ability_correlation",
-    "cutpoint",
-    "graded_log_gap_mean",
-    "graded_log_gap_spread",
-    "continuous_cutpoints",
-    "continuous_precision",
+    *type_variables(),
 )
 """Posterior variables a fit keeps (raw sampler variables such as ``*_z`` are dropped)."""
-TYPE_PARAMETER_VARIABLES = ("cutpoint", "continuous_cutpoints", "continuous_precision")
-"""Item parameters of graded and continuous items (rotation-invariant; absent for binary data)."""
+TYPE_PARAMETER_VARIABLES = draw_variables()
+"""Item parameters of the response types beyond loading and intercept (rotation-invariant;
+absent for 0/1 data)."""
 ROTATED_VARIABLES = ("ability", "loading", "benchmark_loading_mean")
 """Variables multiplied by the same orthogonal matrix per draw when a fit is identified."""
 SIGN_CONVENTION = (
@@ -125,10 +129,12 @@ def deliberate_depth_cap(tree: xr.DataTree) -> bool:
 def observed_dataset(responses: ResponseMatrix) -> xr.Dataset:
     """The response matrix (NaN = not evaluated) with its item (and LLM) metadata coords.
 
-    Binary and integer-coded data are stored as float32 (exact); continuous scores keep
-    float64 so that a reloaded fit sees the very values (and data hash) it was fitted on.
+    Whole-number data are stored as float32 (exact); a type whose values are any number in
+    its range keeps float64, so that a reloaded fit sees the very values (and data hash) it
+    was fitted on.
     """
-    dtype = np.float64 if "continuous" in responses.response_types else np.float32
+    exact = all(RESPONSE_MODELS[name].whole_numbers for name in set(responses.response_types))
+    dtype = np.float32 if exact else np.float64
     data = responses.data.astype(dtype).rename("correct")
     for name in (*responses.item_coords, *responses.llm_coords):
         data[name] = data[name].astype(str)
@@ -147,7 +153,7 @@ def response_layout(tree: xr.DataTree) -> ResponseLayout:
     """The response type of every item of the data a fit was made on.
 
     A posterior without ``observed_data`` (a bare trace, e.g. from a hand-written PyMC model)
-    is read as binary when it has none of the graded or continuous item parameters.
+    is read as 0/1 data when it has none of the other types' item parameters.
     """
     if "observed_data" in tree.children:
         return ResponseLayout.from_responses(responses_from_tree(tree))
@@ -156,7 +162,7 @@ def response_layout(tree: xr.DataTree) -> ResponseLayout:
     if typed:
         raise ValueError(
             f"the posterior has {typed} but no observed_data group to say which items are "
-            "graded or continuous; keep observed_data with the fit"
+            "of which response type; keep observed_data with the fit"
         )
     return ResponseLayout.binary(posterior.sizes[ITEM_DIM])
 
@@ -164,9 +170,9 @@ def response_layout(tree: xr.DataTree) -> ResponseLayout:
 def type_parameters(
     layout: ResponseLayout, draws: xr.Dataset, sample_dim: str = "sample_index"
 ) -> ItemParameters:
-    """The graded / continuous / count item parameters of ``draws``, sample axis first.
+    """The response types' own item parameters of ``draws``, sample axis first.
 
-    The arrays broadcast against ``η`` of shape ``(sample, llm, item)``; empty for binary data.
+    The arrays broadcast against ``η`` of shape ``(sample, llm, item)``; empty for 0/1 data.
     """
     if layout.is_binary:
         return {}
@@ -214,7 +220,7 @@ def point_parameters(posterior: xr.DataTree) -> tuple[np.ndarray, np.ndarray, np
 
 
 def point_type_parameters(posterior: xr.DataTree, layout: ResponseLayout) -> ItemParameters:
-    """Posterior means of the graded / continuous item parameters (empty for binary data)."""
+    """Posterior means of the response types' own item parameters (empty for 0/1 data)."""
     if layout.is_binary:
         return {}
     post = posterior["posterior"]
@@ -258,7 +264,7 @@ def pointwise_log_likelihood(tree: xr.DataTree) -> xr.Dataset:
     layout = ResponseLayout.from_responses(responses)
     if layout.is_binary:
         eta = cell_linear_predictor(ability[:, :, rows], loading[:, :, cols], intercept[:, :, cols])
-        log_lik = BINARY.log_likelihood(responses.values[rows, cols], eta)
+        log_lik = response_model(DEFAULT_TYPE).log_likelihood(responses.values[rows, cols], eta)
     else:
         draws = post.to_dataset().stack(sample_index=("chain", "draw"))
         params = type_parameters(layout, draws)

@@ -14,29 +14,85 @@ PACKAGE = ROOT / "benchmirt_bayes"
 
 # Each layer may import itself and the layers listed for it, nothing else of the package.
 # Top-level modules are their own small layers.
-FOUNDATION = {"errors", "rotations", "integrity", "summaries"}
+FOUNDATION = {"errors", "dims", "rotations", "integrity", "summaries"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    "dims": set(),
     "rotations": set(),
     "integrity": set(),
     "summaries": set(),
-    "data": {"errors"},
-    "model": {"errors", "data", "rotations"},
-    "simulation": {"errors", "data", "model"},
-    "posterior": {"errors", "data", "model"},
-    "draws": {"errors", "data", "model", "posterior"},
-    "io": {"errors", "integrity", "data", "posterior"},
+    "response_types": {"dims"},
+    "data": {"errors", "dims", "response_types"},
+    "model": {"errors", "dims", "response_types", "data", "rotations"},
+    "simulation": {"errors", "dims", "response_types", "data", "model"},
+    "posterior": {"errors", "dims", "response_types", "data", "model"},
+    "draws": {"errors", "dims", "response_types", "data", "model", "posterior"},
+    "io": {"errors", "integrity", "dims", "response_types", "data", "posterior"},
     "batch": {"errors", "integrity"},
-    "inference": {"errors", "rotations", "data", "model", "simulation", "posterior", "batch"},
-    "diagnostics": {"errors", "rotations", "summaries", "data", "model", "posterior"},
-    "analyses": {"errors", "rotations", "summaries", "data", "model", "posterior", "draws", "batch"},
-    "workflows": {"errors", "summaries", "data", "model", "posterior", "batch", "inference", "analyses"},
-    "reports": {"errors", "summaries", "data", "model", "posterior", "draws", "diagnostics", "analyses"},
+    "inference": {
+        "errors",
+        "rotations",
+        "dims",
+        "response_types",
+        "data",
+        "model",
+        "simulation",
+        "posterior",
+        "batch",
+    },
+    "diagnostics": {
+        "errors",
+        "rotations",
+        "summaries",
+        "dims",
+        "response_types",
+        "data",
+        "model",
+        "posterior",
+    },
+    "analyses": {
+        "errors",
+        "rotations",
+        "summaries",
+        "dims",
+        "response_types",
+        "data",
+        "model",
+        "posterior",
+        "draws",
+        "batch",
+    },
+    "workflows": {
+        "errors",
+        "summaries",
+        "dims",
+        "response_types",
+        "data",
+        "model",
+        "posterior",
+        "batch",
+        "inference",
+        "analyses",
+    },
+    "reports": {
+        "errors",
+        "summaries",
+        "dims",
+        "response_types",
+        "data",
+        "model",
+        "posterior",
+        "draws",
+        "diagnostics",
+        "analyses",
+    },
     "demo": {"simulation", "inference", "io", "reports"},
     "cli": {
         "errors",
+        "dims",
         "integrity",
         "summaries",
+        "response_types",
         "data",
         "model",
         "simulation",
@@ -176,14 +232,14 @@ RESPONSE_FORMULAS = re.compile(
     r"expit\(|sigmoid|1(\.0)? */ *\(1(\.0)? *\+ *\w*\.?exp\(|logaddexp|softplus|"
     r"np\.linalg\.norm\(|\* *\(1(\.0)? *- *prob|\(\s*loading\s*\*\*\s*2\s*\)\.sum"
 )
-FORMULA_HOMES = {"model/response_models.py", "model/fused_likelihood.py"}
+FORMULA_HOMES = "response_types/"
 
 
 def test_response_formulas_live_only_in_the_response_model_layer():
     offenders = []
     for path in _modules():
         name = path.relative_to(PACKAGE).as_posix()
-        if name in FORMULA_HOMES:
+        if name.startswith(FORMULA_HOMES):
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
             code = line.split("#", 1)[0]
@@ -250,3 +306,91 @@ def test_one_per_draw_core():
         if re.search(r"\b(thinned_draws|type_parameters)\(", text.replace("def thinned_draws(", ""))
     }
     assert thinning <= {"posterior.py", "draws.py", "analyses/audit.py"}, thinning
+
+
+# ---------------------------------------------------------------- response types as plug-ins
+# Strings that happen to equal a type's name but mean something else, each with its reason;
+# the test below fails when an entry is no longer needed, so the list cannot go stale.
+TYPE_NAME_HOMONYMS = {
+    ("analyses/heldout.py", "count"): "the calibration table's number-of-cells column",
+    ("analyses/metrics.py", "count"): "the calibration table's number-of-cells column",
+    ("data/harness_formats.py", "count"): "a key lm-evaluation-harness itself writes",
+}
+
+
+def _type_name_constants(path: Path, names: set[str]) -> set[str]:
+    """The type names a module's code (docstrings aside) spells as strings, alone or as a ``name_`` prefix."""
+    tree = ast.parse(path.read_text())
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                docstrings.add(id(body[0].value))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            for name in names:
+                if node.value == name or node.value.startswith(f"{name}_"):
+                    found.add(name)
+    return found
+
+
+def _files_naming_each_type() -> dict[str, set[str]]:
+    from benchmirt_bayes.response_types import RESPONSE_MODELS
+
+    names = set(RESPONSE_MODELS)
+    files: dict[str, set[str]] = {name: set() for name in names}
+    for path in _modules():
+        relative = path.relative_to(PACKAGE).as_posix()
+        for name in _type_name_constants(path, names):
+            files[name].add(relative)
+    for spec in sorted((ROOT / "models").glob("*.toml")):
+        text = spec.read_text()
+        for name in names:
+            if re.search(rf"^\[{name}\]", text, flags=re.MULTILINE):
+                files[name].add(f"models/{spec.name}")
+    return files
+
+
+def test_a_response_type_is_named_only_in_its_module_the_registry_and_the_specs():
+    import inspect
+
+    from benchmirt_bayes.response_types import RESPONSE_MODELS
+
+    files = _files_naming_each_type()
+    problems, used_homonyms = [], set()
+    for name, found in files.items():
+        home = Path(inspect.getfile(type(RESPONSE_MODELS[name]))).relative_to(PACKAGE).as_posix()
+        for relative in sorted(found):
+            if relative in (home, "response_types/__init__.py") or relative.startswith("models/"):
+                continue
+            if (relative, name) in TYPE_NAME_HOMONYMS:
+                used_homonyms.add((relative, name))
+                continue
+            problems.append(f"{relative} names response type {name!r} (only {home} may)")
+    assert not problems, "\n".join(problems)
+    stale = set(TYPE_NAME_HOMONYMS) - used_homonyms
+    assert not stale, f"TYPE_NAME_HOMONYMS entries no longer needed: {sorted(stale)}"
+
+
+def test_the_type_name_check_catches_a_type_named_elsewhere(tmp_path):
+    offender = tmp_path / "offender.py"
+    offender.write_text(
+        '"""Docstrings may say graded."""\n'
+        'def f(types):\n    """Nor here: graded."""\n    return types == "graded", "continuous_precision"\n'
+    )
+    assert _type_name_constants(offender, {"graded", "continuous", "count"}) == {"graded", "continuous"}
+
+
+def test_the_recipe_for_a_new_response_type_touches_at_most_four_files():
+    """ARCHITECTURE.md's recipe lists the files a new type touches; the registry loops do the rest."""
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    recipe = text.split("### Adding a response type", 1)[1].split("\n#", 1)[0]
+    steps = re.findall(r"^\d+\. ", recipe, flags=re.MULTILINE)
+    assert 1 <= len(steps) <= 4, recipe
+    files = _files_naming_each_type()
+    for name, found in files.items():
+        package_files = {f for f in found if not f.startswith("models/")}
+        # its module and the registry line; everything else reads the registry
+        assert len(package_files - {f for f, n in TYPE_NAME_HOMONYMS if n == name}) <= 2, (name, found)

@@ -6,8 +6,13 @@ import pytest
 from scipy.special import expit
 
 from benchmirt_bayes import build_model
-from benchmirt_bayes.model.fused_likelihood import MISSING, encode_responses, fused_loglik, loglik_and_grad
 from benchmirt_bayes.model.pymc_model import resolve_likelihood
+from benchmirt_bayes.response_types.fused_logit import (
+    MISSING,
+    encode_responses,
+    fused_loglik,
+    loglik_and_grad,
+)
 
 
 def _reference(y, ability, loading, intercept):

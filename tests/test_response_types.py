@@ -15,13 +15,11 @@ from benchmirt_bayes import ResponseMatrix, simulate_benchmirt
 from benchmirt_bayes.errors import ResponseDataError
 from benchmirt_bayes.model.layout import ResponseLayout
 from benchmirt_bayes.model.pymc_model import build_model
-from benchmirt_bayes.model.response_models import (
-    BINARY,
-    CONTINUOUS,
-    COUNT,
-    GRADED,
-    linear_predictor,
-)
+from benchmirt_bayes.response_types.base import linear_predictor
+from benchmirt_bayes.response_types.binary import BINARY
+from benchmirt_bayes.response_types.continuous import CONTINUOUS
+from benchmirt_bayes.response_types.count import COUNT
+from benchmirt_bayes.response_types.graded import GRADED
 
 ETA = np.linspace(-3.0, 3.0, 7)
 CUTS = np.array([-1.2, 0.3, 1.4])  # four categories
@@ -72,7 +70,8 @@ def test_interval_probability_is_accurate_in_both_tails_and_at_open_ends(backend
     import pytensor
     import pytensor.tensor as pt
 
-    from benchmirt_bayes.model.response_models import _PYTENSOR, interval_log_probability
+    from benchmirt_bayes.response_types.base import PYTENSOR
+    from benchmirt_bayes.response_types.cutpoints import interval_log_probability
 
     eta = np.repeat(np.linspace(-60.0, 60.0, 121), 4)
     lower = np.tile([-np.inf, -1.0, 0.5, 2.0], 121)
@@ -82,7 +81,7 @@ def test_interval_probability_is_accurate_in_both_tails_and_at_open_ends(backend
         got = interval_log_probability(lower, upper, eta)
     else:
         x = pt.vector("eta")
-        value = interval_log_probability(pt.as_tensor(lower), pt.as_tensor(upper), x, _PYTENSOR)
+        value = interval_log_probability(pt.as_tensor(lower), pt.as_tensor(upper), x, PYTENSOR)
         fn = pytensor.function([x], [value, pytensor.grad(value.sum(), x)])
         got, gradient = fn(eta)
         assert np.all(np.isfinite(gradient))

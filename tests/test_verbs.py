@@ -11,9 +11,12 @@ from scipy.special import expit
 
 from benchmirt_bayes import ability_table, item_fit, rank_items
 from benchmirt_bayes.analyses.audit import name_dimensions
-from benchmirt_bayes.model.response_models import BINARY, CONTINUOUS, COUNT, GRADED
 from benchmirt_bayes.posterior import pointwise_log_likelihood, with_log_likelihood
 from benchmirt_bayes.reports.plots import plot_item_curves
+from benchmirt_bayes.response_types.binary import BINARY
+from benchmirt_bayes.response_types.continuous import CONTINUOUS
+from benchmirt_bayes.response_types.count import COUNT
+from benchmirt_bayes.response_types.graded import GRADED
 
 from .conftest import constructed_posterior, make_matrix
 

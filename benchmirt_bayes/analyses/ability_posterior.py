@@ -18,7 +18,8 @@ import numpy as np
 
 from benchmirt_bayes.analyses.laplace_sir import laplace_sir
 from benchmirt_bayes.draws import PosteriorDraws
-from benchmirt_bayes.model.response_models import BINARY, linear_predictor
+from benchmirt_bayes.response_types.base import linear_predictor
+from benchmirt_bayes.response_types.binary import BINARY
 from benchmirt_bayes.summaries import summarise_normal_mixture
 
 GRID_POINTS = {1: 81, 2: 31}

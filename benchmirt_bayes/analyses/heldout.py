@@ -34,9 +34,11 @@ from benchmirt_bayes.analyses.laplace_sir import laplace_sir
 from benchmirt_bayes.analyses.metrics import spearman
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
 from benchmirt_bayes.draws import PosteriorDraws
-from benchmirt_bayes.model.response_models import BINARY, cell_linear_predictor, linear_predictor
 from benchmirt_bayes.model.spec import ModelSpec
 from benchmirt_bayes.posterior import LOG_LIKELIHOOD_VARIABLE, fit_spec, pointwise_log_likelihood
+from benchmirt_bayes.response_types import DEFAULT_TYPE, RESPONSE_MODELS
+from benchmirt_bayes.response_types.base import cell_linear_predictor, linear_predictor
+from benchmirt_bayes.response_types.binary import BINARY
 from benchmirt_bayes.summaries import CI_PROB, interval_quantiles
 
 Scheme = Literal["cells", "llms", "items"]
@@ -130,8 +132,8 @@ def typed_predictive_scores(
     ``benchmark``, ``log_score`` (log of the posterior-mean likelihood: the log predictive
     density, a point mass for binary, graded and count cells and for continuous 0s and
     1s), ``expected`` (predictive mean on ``[0, 1]``), ``outcome`` (on ``[0, 1]``), and
-    by type ``rps`` (graded, count), ``crps`` and ``covered_90`` (continuous: the outcome
-    inside the central 90% predictive interval).
+    the scoring rules each type declares: ``rps`` (whole-number types), ``crps`` and
+    ``covered_90`` (the outcome inside the central 90% predictive interval).
     """
     from scipy.special import logsumexp
 
@@ -143,7 +145,8 @@ def typed_predictive_scores(
     ability, loading, intercept = draws.ability, draws.loading, draws.intercept
     n_samples = len(draws)
     types = layout.types[cols]
-    ordinal = np.isin(types, ("graded", "count"))
+    ordinal = np.array(["rps" in RESPONSE_MODELS[name].scoring_rules for name in types], dtype=bool)
+    sampled = np.array(["crps" in RESPONSE_MODELS[name].scoring_rules for name in types], dtype=bool)
     width = int(layout.score_scale[cols][ordinal].max()) + 1 if ordinal.any() else 1
     log_lik = np.empty((n_samples, rows.size))
     expected = np.zeros(rows.size)
@@ -177,33 +180,34 @@ def typed_predictive_scores(
     )
     if ordinal.any():
         frame.loc[ordinal, "rps"] = ranked_probability_score(probabilities, outcome[ordinal])
-    continuous = types == "continuous"
-    if continuous.any():
-        samples = predictive[:, continuous]
-        frame.loc[continuous, "crps"] = crps_from_samples(samples, outcome[continuous])
+    if sampled.any():
+        samples = predictive[:, sampled]
+        frame.loc[sampled, "crps"] = crps_from_samples(samples, outcome[sampled])
         low, high = np.quantile(samples, interval_quantiles(0.9), axis=0)
-        inside = (outcome[continuous] >= low) & (outcome[continuous] <= high)
-        frame.loc[continuous, "covered_90"] = inside.astype(float)
+        inside = (outcome[sampled] >= low) & (outcome[sampled] <= high)
+        frame.loc[sampled, "covered_90"] = inside.astype(float)
     return frame
 
 
 def typed_metric_rows(scores: pd.DataFrame) -> list[tuple[str, str, float]]:
     """``(metric, benchmark, value)`` rows from :func:`typed_predictive_scores`.
 
-    ``log_score`` over every test cell, and per non-binary type ``<type>_log_score`` with
-    ``<type>_rps`` (graded, count) or ``<type>_crps`` and ``<type>_coverage_90`` (continuous).
+    ``log_score`` over every test cell, and per type other than the default (0/1, scored
+    by the probability metrics) ``<type>_log_score`` and ``<type>_<rule>`` for each scoring
+    rule it declares (``rps``, ``crps``, ``coverage_90``).
     """
     rows = [("log_score", "all", float(scores["log_score"].mean()))]
     for kind, part in scores.groupby("response_type", sort=False):
-        if kind == "binary":
+        if kind == DEFAULT_TYPE:
             continue
         rows.append((f"{kind}_log_score", "all", float(part["log_score"].mean())))
-        if kind in ("graded", "count"):
-            rows.append((f"{kind}_rps", "all", float(part["rps"].mean())))
-        if kind == "continuous":
-            rows.append((f"{kind}_crps", "all", float(part["crps"].mean())))
-            rows.append((f"{kind}_coverage_90", "all", float(part["covered_90"].mean())))
+        for rule in RESPONSE_MODELS[kind].scoring_rules:
+            rows.append((f"{kind}_{rule}", "all", float(part[_RULE_COLUMNS[rule]].mean())))
     return rows
+
+
+_RULE_COLUMNS = {"rps": "rps", "crps": "crps", "coverage_90": "covered_90"}
+"""The column of :func:`typed_predictive_scores` each scoring rule averages."""
 
 
 def mirt_predictions(

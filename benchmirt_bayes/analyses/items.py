@@ -14,7 +14,7 @@ import pandas as pd
 import xarray as xr
 
 from benchmirt_bayes.draws import PosteriorDraws
-from benchmirt_bayes.model.response_models import mdisc, multidimensional_difficulty
+from benchmirt_bayes.response_types.base import mdisc, multidimensional_difficulty
 from benchmirt_bayes.summaries import CI_PROB, summarise_draws
 
 RankBy = Literal["information", "discrimination", "difficulty"]

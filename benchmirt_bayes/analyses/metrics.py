@@ -1,9 +1,11 @@
-"""Scoring rules for predicted probabilities of correct answers and for graded and continuous scores."""
+"""Scoring rules for predicted probabilities of correct answers and for the other response types' scores."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from benchmirt_bayes.response_types import DEFAULT_TYPE, RESPONSE_MODELS
 
 EPSILON = 1e-6
 METRICS = ("accuracy", "log_loss", "brier", "auc", "mae")
@@ -14,12 +16,17 @@ LOWER_IS_BETTER = {
     "accuracy": False,
     "auc": False,
     "log_score": False,
-    **{f"{kind}_log_score": False for kind in ("graded", "continuous", "count")},
-    **{f"{kind}_mse": True for kind in ("graded", "continuous", "count")},
-    "graded_rps": True,
-    "count_rps": True,
-    "continuous_crps": True,
 }
+_RULE_LOWER_IS_BETTER = {"log_score": False, "mse": True, "rps": True, "crps": True}
+LOWER_IS_BETTER.update(
+    {
+        f"{name}_{rule}": _RULE_LOWER_IS_BETTER[rule]
+        for name, model in RESPONSE_MODELS.items()
+        if name != DEFAULT_TYPE
+        for rule in ("log_score", "mse", *model.scoring_rules)
+        if rule in _RULE_LOWER_IS_BETTER
+    }
+)
 
 
 def prediction_metrics(outcome: np.ndarray, probability: np.ndarray) -> dict[str, float]:

@@ -36,7 +36,7 @@ from benchmirt_bayes.analyses.item_regression import (
     probability_below,
 )
 from benchmirt_bayes.draws import PosteriorDraws
-from benchmirt_bayes.model.response_models import mdisc
+from benchmirt_bayes.response_types.base import mdisc
 from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
 
 DEFAULT_MARGIN = 0.25

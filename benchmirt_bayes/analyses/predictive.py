@@ -7,7 +7,7 @@ import pandas as pd
 import xarray as xr
 
 from benchmirt_bayes.draws import PosteriorDraws
-from benchmirt_bayes.model.response_models import linear_predictor
+from benchmirt_bayes.response_types.base import linear_predictor
 
 
 def predicted_group_scores(

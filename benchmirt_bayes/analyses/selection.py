@@ -44,13 +44,13 @@ from benchmirt_bayes.batch import ExecutorArg, fields_fingerprint, run_batch
 from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.model.layout import ResponseLayout
-from benchmirt_bayes.model.response_models import (
+from benchmirt_bayes.posterior import point_parameters, point_type_parameters, responses_from_tree
+from benchmirt_bayes.response_types.base import (
     information_matrix,
     linear_predictor,
     mdisc,
     multidimensional_difficulty,
 )
-from benchmirt_bayes.posterior import point_parameters, point_type_parameters, responses_from_tree
 from benchmirt_bayes.rotations import procrustes
 from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
 

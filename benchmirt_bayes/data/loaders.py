@@ -22,6 +22,7 @@ from benchmirt_bayes.data import harness_formats
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix, value_problems
 from benchmirt_bayes.data.tables import TableLike, looks_numeric, numeric_values, read_table, text_ids
 from benchmirt_bayes.errors import ResponseDataError, limit_listing
+from benchmirt_bayes.response_types import DEFAULT_TYPE
 
 Format = Literal[
     "auto",
@@ -118,11 +119,11 @@ def load_responses(
         Threshold for continuous scores: ``score >= binarize`` becomes 1 (only when asked:
         scores are otherwise kept as they are).
     response_type
-        The response type of every item (``"binary"``, ``"graded"``, ``"continuous"``,
-        ``"count"``) or a mapping benchmark → type; benchmarks not named stay binary. An
-        item-metadata column ``response_type`` does the same per item (with
-        ``n_categories`` for graded and ``n_trials`` for count items). Without either, any
-        value other than 0, 1 or missing is an error.
+        The response type of every item (a name in
+        :data:`~benchmirt_bayes.response_types.RESPONSE_TYPES`) or a mapping benchmark →
+        type; benchmarks not named stay 0/1. An item-metadata column ``response_type`` does
+        the same per item (with the metadata its type reads: ``n_categories``,
+        ``n_trials``). Without either, any value other than 0, 1 or missing is an error.
 
     Returns
     -------
@@ -544,9 +545,11 @@ def _declared_types(
     unknown = sorted(set(response_type) - known)
     if unknown:
         return meta, [f"response_type names unknown benchmark(s): {limit_listing(unknown)}"]
-    current = meta["response_type"] if "response_type" in meta.columns else pd.Series("binary", meta.index)
+    current = (
+        meta["response_type"] if "response_type" in meta.columns else pd.Series(DEFAULT_TYPE, meta.index)
+    )
     declared = meta["benchmark"].map(dict(response_type))
-    meta["response_type"] = declared.where(declared.notna(), current.fillna("binary"))
+    meta["response_type"] = declared.where(declared.notna(), current.fillna(DEFAULT_TYPE))
     return meta, []
 
 

@@ -16,6 +16,7 @@ from benchmirt_bayes.data.loaders import from_wide_frame
 from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.data.tables import numeric_values, read_table
 from benchmirt_bayes.errors import ResponseDataError
+from benchmirt_bayes.response_types.graded import GRADED
 
 OPEN_LLM_BENCHMARKS = ("arc", "gsm8k", "mmlu", "truthfulqa", "winogrande")
 
@@ -209,7 +210,7 @@ def load_mirt_reference(
             {
                 "item": table.columns.astype(str),
                 "benchmark": dataset,
-                "response_type": "graded",
+                "response_type": GRADED.name,
                 "n_categories": categories,
             }
         )

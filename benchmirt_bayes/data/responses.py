@@ -2,18 +2,10 @@
 
 An ``xarray.DataArray`` with dims ``(llm, item)``, NaN for cells not evaluated, and item
 coordinates ``benchmark`` and ``subgroup`` plus any other item metadata (``category``,
-...). Each item has a response type (item coordinate ``response_type``; all ``binary``
-when absent):
-
-============== ============================== ==================================
-type           values                         item metadata it needs
-============== ============================== ==================================
-``binary``     0 (wrong) or 1 (correct)
-``graded``     ordered categories 0 … K−1     ``n_categories`` K (default: the
-                                              largest value seen + 1)
-``continuous`` any score in [0, 1]
-``count``      k correct of n tries, 0 … n    ``n_trials`` n
-============== ============================== ==================================
+...). Each item has a response type (item coordinate ``response_type``; the registry's
+default, 0/1, when absent) and the item metadata its type reads (``n_categories``,
+``n_trials``). The values each type accepts, and the metadata it needs, are declared in
+its own module under :mod:`benchmirt_bayes.response_types`.
 """
 
 from __future__ import annotations
@@ -27,12 +19,17 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from benchmirt_bayes.dims import ITEM_DIM, LLM_DIM
 from benchmirt_bayes.errors import ResponseDataError, limit_listing
+from benchmirt_bayes.response_types import (
+    DEFAULT_TYPE,
+    RESPONSE_MODELS,
+    RESPONSE_TYPES,
+    response_model,
+    type_columns,
+)
 
-LLM_DIM = "llm"
-ITEM_DIM = "item"
 REQUIRED_ITEM_COORDS = ("benchmark", "subgroup")
-RESPONSE_TYPES = ("binary", "graded", "continuous", "count")
 TYPE_COORD = "response_type"
 
 
@@ -138,18 +135,18 @@ class ResponseMatrix:
     def response_types(self) -> np.ndarray:
         """Response type of each item (``"binary"`` for every item of a plain 0/1 matrix)."""
         if TYPE_COORD not in self._data.coords:
-            return np.full(self.n_items, "binary", dtype=object)
+            return np.full(self.n_items, DEFAULT_TYPE, dtype=object)
         return self._data[TYPE_COORD].values.astype(str).astype(object)
 
     @property
     def is_binary(self) -> bool:
         """Whether every item is binary."""
-        return TYPE_COORD not in self._data.coords or bool(np.all(self.response_types == "binary"))
+        return TYPE_COORD not in self._data.coords or bool(np.all(self.response_types == DEFAULT_TYPE))
 
     @property
     def n_categories(self) -> np.ndarray:
         """Number of ordered categories per item (2 for binary items, 0 for continuous and count)."""
-        return _int_coord(self._data, "n_categories", np.where(self.response_types == "binary", 2, 0))
+        return _int_coord(self._data, "n_categories", np.where(self.response_types == DEFAULT_TYPE, 2, 0))
 
     @property
     def n_trials(self) -> np.ndarray:
@@ -158,13 +155,8 @@ class ResponseMatrix:
 
     @property
     def score_scale(self) -> np.ndarray:
-        """Highest possible value per item: 1, ``K − 1`` (graded) or ``n`` (count)."""
-        types = self.response_types
-        scale = np.ones(self.n_items)
-        graded, count = types == "graded", types == "count"
-        scale[graded] = self.n_categories[graded] - 1
-        scale[count] = self.n_trials[count]
-        return scale
+        """Highest possible value per item (each response type's own scale: 1, ``K − 1``, ``n``)."""
+        return score_scale(self.response_types, self.n_categories, self.n_trials)
 
     @property
     def scaled_values(self) -> np.ndarray:
@@ -516,6 +508,14 @@ def _validated(data: xr.DataArray) -> xr.DataArray:
     return data
 
 
+def score_scale(types: np.ndarray, categories: np.ndarray, trials: np.ndarray) -> np.ndarray:
+    """Highest possible value of each item, from its response type and metadata."""
+    scale = np.ones(np.shape(types)[0])
+    for name, columns in type_columns(types).items():
+        scale[columns] = response_model(name).score_scale(categories[columns], trials[columns])
+    return scale
+
+
 def _int_coord(data: xr.DataArray, name: str, default: np.ndarray) -> np.ndarray:
     if name not in data.coords:
         return np.asarray(default, dtype=np.int64)
@@ -536,31 +536,19 @@ def _typed_coords(data: xr.DataArray, values: np.ndarray) -> tuple[xr.DataArray,
     observed = ~np.isnan(values)
     with np.errstate(invalid="ignore"):
         largest = np.where(observed.any(axis=0), np.nanmax(np.where(observed, values, -np.inf), axis=0), 0)
-    graded = types == "graded"
-    if "n_categories" in data.coords:
-        categories = np.asarray(data["n_categories"].values, dtype=float)
-        fill = graded & ~np.isfinite(categories)
-        categories = np.where(fill, largest + 1, categories)
-    else:
-        categories = np.where(graded, np.maximum(largest + 1, 2), 0)
-    categories = np.where(types == "binary", 2, np.where(graded, categories, 0))
-    bad = graded & ((categories < 2) | (categories != np.round(categories)))
-    if bad.any():
-        problems.append(f"graded item(s) need n_categories ≥ 2: {limit_listing(list(items[bad]))}")
-    count = types == "count"
-    trials = (
-        np.asarray(data["n_trials"].values, dtype=float)
-        if "n_trials" in data.coords
-        else np.full(types.size, np.nan)
-    )
-    trials = np.where(count, trials, 1)
-    missing = count & ~(np.isfinite(trials) & (trials >= 1) & (trials == np.round(trials)))
-    if missing.any():
-        problems.append(
-            f"count item(s) need n_trials (a positive integer, item metadata column 'n_trials'): "
-            f"{limit_listing(list(items[missing]))}"
+    unknown = np.full(types.size, np.nan)
+    given = {
+        name: np.asarray(data[name].values, dtype=float) if name in data.coords else unknown
+        for name in ("n_categories", "n_trials")
+    }
+    categories, trials = np.zeros(types.size), np.ones(types.size)
+    for name, columns in type_columns(types).items():
+        filled = response_model(name).item_metadata(
+            largest[columns], given["n_categories"][columns], given["n_trials"][columns]
         )
-        trials = np.where(missing, 1, trials)
+        categories[columns], trials[columns], bad, message = filled
+        if bad.any():
+            problems.append(f"{message}: {limit_listing(list(items[columns][bad]))}")
     data = data.assign_coords(
         {
             TYPE_COORD: (ITEM_DIM, types.astype(object)),
@@ -578,8 +566,8 @@ def typed_value_problems(
     types, categories, trials = matrix.response_types, matrix.n_categories, matrix.n_trials
     observed = ~np.isnan(values)
     whole = np.where(observed, values == np.round(values), True)
-    upper = np.select([types == "graded", types == "count"], [categories - 1, trials], 1).astype(float)
-    integral = types != "continuous"
+    upper = matrix.score_scale
+    integral = np.array([RESPONSE_MODELS[t].whole_numbers for t in types], dtype=bool)
     with np.errstate(invalid="ignore"):
         bad = observed & ((values < 0) | (values > upper[None, :]) | (integral[None, :] & ~whole))
     problems = []
@@ -587,8 +575,7 @@ def typed_value_problems(
         rows, cols = np.nonzero(bad)
         cells = [
             f"({llms[r]}, {items[c]}: {types[c]}"
-            + (f", {categories[c]} categories" if types[c] == "graded" else "")
-            + (f", n_trials={trials[c]}" if types[c] == "count" else "")
+            + response_model(types[c]).describe_item(int(categories[c]), int(trials[c]))
             + f")={values[r, c]}"
             for r, c in zip(rows[:10], cols[:10], strict=True)
         ]
@@ -617,8 +604,9 @@ def value_problems(values: np.ndarray, llms: np.ndarray, items: np.ndarray) -> l
         problems.append(
             f"{int(bad.sum())} value(s) outside {{0, 1}}: {', '.join(cells)}"
             + (" …" if bad.sum() > 10 else "")
-            + " — declare the response type (load_responses(..., response_type='continuous', 'graded' "
-            "or 'count', or a benchmark → type mapping), or pass binarize=THRESHOLD to make them 0/1"
+            + " — declare the response type (load_responses(..., response_type="
+            + " or ".join(repr(name) for name in RESPONSE_TYPES if name != DEFAULT_TYPE)
+            + ", or a benchmark → type mapping), or pass binarize=THRESHOLD to make them 0/1"
         )
     observed = ~np.isnan(values)
     empty_llms = llms[~observed.any(axis=1)]

@@ -26,8 +26,8 @@ import numpy as np
 import xarray as xr
 
 from benchmirt_bayes.data.responses import ITEM_DIM
-from benchmirt_bayes.model.response_models import mdisc, multidimensional_difficulty
 from benchmirt_bayes.posterior import ROTATED_VARIABLES
+from benchmirt_bayes.response_types.base import mdisc, multidimensional_difficulty
 from benchmirt_bayes.rotations import batched_procrustes, sign_and_order, varimax
 
 

@@ -32,14 +32,10 @@ import xarray as xr
 
 from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.model.pymc_model import dimension_names
-from benchmirt_bayes.model.response_models import (
-    BINARY,
-    linear_predictor,
-    mdisc,
-    multidimensional_difficulty,
-)
 from benchmirt_bayes.model.spec import ModelSpec, load_spec
 from benchmirt_bayes.posterior import observed_dataset, provenance
+from benchmirt_bayes.response_types.base import linear_predictor, mdisc, multidimensional_difficulty
+from benchmirt_bayes.response_types.binary import BINARY
 from benchmirt_bayes.rotations import sign_and_order, symmetric_sqrt_pair, varimax
 from benchmirt_bayes.simulation.streaming import CellSource, MatrixSource, import_jax
 
@@ -312,7 +308,7 @@ def _initial_adam_state(params: dict[str, Any], n_llms: int, n_items: int) -> di
         "v": {k: jnp.zeros_like(v) for k, v in params.items()},
         "row_count": jnp.zeros(n_llms, dtype=jnp.float32),
         "col_count": jnp.zeros(n_items, dtype=jnp.float32),
-        "count": jnp.zeros((), dtype=jnp.float32),
+        "step": jnp.zeros((), dtype=jnp.float32),
     }
     return state
 
@@ -398,7 +394,7 @@ def _make_step(
         loss, (g_rows, g_cols, g_hyper) = grad_fn(local_rows, local_cols, hyper, key, rows, cols)
         row_count = state["row_count"].at[rows].add(1.0)
         col_count = state["col_count"].at[cols].add(1.0)
-        count = state["count"] + 1.0
+        count = state["step"] + 1.0
         new_params, new_m, new_v = dict(params), dict(state["m"]), dict(state["v"])
         for group, grads, index, counts in (
             (LOCAL_ROWS, g_rows, rows, row_count[rows]),
@@ -421,7 +417,7 @@ def _make_step(
             new_params[name], new_m[name], new_v[name] = adam(
                 params[name], grad, state["m"][name], state["v"][name], count, lr
             )
-        new_state = {"m": new_m, "v": new_v, "row_count": row_count, "col_count": col_count, "count": count}
+        new_state = {"m": new_m, "v": new_v, "row_count": row_count, "col_count": col_count, "step": count}
         return new_params, new_state, -loss
 
     return step

@@ -1,11 +1,11 @@
 """`ResponseLayout`: which response model answers for which item columns.
 
-A data set may mix binary, graded, continuous and count items. Everything downstream of a
+A data set may mix items of every registered response type. Everything downstream of a
 fit (prediction, scoring, information, simulation) works on whole ``(llm, item)`` arrays of
 the linear predictor ``η``; the layout splits the item axis by response type, hands each
-part to its :class:`~benchmirt_bayes.model.response_models.ResponseModel` with that type's
-item parameters, and puts the results back in item order. For all-binary data it calls
-the binary model on the whole array, so the binary path is unchanged.
+part to its :class:`~benchmirt_bayes.response_types.base.ResponseModel` with that type's
+item parameters, and puts the results back in item order. For data of the default (0/1)
+type only it calls that model on the whole array.
 """
 
 from __future__ import annotations
@@ -15,25 +15,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from benchmirt_bayes.data.responses import ResponseMatrix
-from benchmirt_bayes.model.response_models import BINARY, response_model
+from benchmirt_bayes.data.responses import ResponseMatrix, score_scale
+from benchmirt_bayes.response_types import DEFAULT_TYPE, RESPONSE_MODELS, response_model, type_columns
 
-TYPE_ORDER = ("binary", "graded", "continuous", "count")
+DEFAULT_MODEL = response_model(DEFAULT_TYPE)
 ItemParameters = dict[str, np.ndarray]
-"""Item parameters of the non-binary types over the *whole* item axis, by name:
-``graded_cutpoints (…, item, C)`` (``+∞`` outside graded items' own cutpoints),
-``continuous_cutpoints (…, item, 2)``, ``continuous_precision (…, item)`` and
-``n_trials (item,)``; ``…`` are sample axes (none for a point estimate)."""
-TYPE_ARGUMENTS: dict[str, dict[str, tuple[str, int]]] = {
-    "binary": {},
-    "graded": {"cutpoints": ("graded_cutpoints", 1)},
-    "continuous": {"cutpoints": ("continuous_cutpoints", 1), "precision": ("continuous_precision", 0)},
-    "count": {"n_trials": ("n_trials", 0)},
-}
-"""Per type, its model's keyword → (item-parameter name, axes after the item axis)."""
-FIXED_PARAMETERS = ("n_trials",)
+"""Item parameters of the types present over the *whole* item axis, by the names their
+types declare (:attr:`~benchmirt_bayes.response_types.base.ResponseModel.item_parameters`),
+e.g. cutpoints ``(…, item, C)``; ``…`` are sample axes (none for a point estimate)."""
+TRAILING_AXES = {key: axes for m in RESPONSE_MODELS.values() for key, axes in m.item_parameters.values()}
+"""Axes after the item axis of every item-parameter array."""
+FIXED_PARAMETERS = tuple(key for m in RESPONSE_MODELS.values() for key in m.fixed_parameters)
 """Item parameters that are data (no sample axes)."""
 
 
@@ -46,9 +39,9 @@ class ResponseLayout:
     types
         Response type per item.
     n_categories, n_trials
-        Categories of graded items and tries of count items (per item).
+        Item metadata the types read (categories, tries) per item.
     benchmarks
-        Benchmark per item (continuous items share parameters within a benchmark).
+        Benchmark per item (some types share parameters within a benchmark).
 
     """
 
@@ -69,9 +62,9 @@ class ResponseLayout:
 
     @classmethod
     def binary(cls, n_items: int) -> ResponseLayout:
-        """The layout of ``n_items`` binary items."""
+        """The layout of ``n_items`` items of the default (0/1) type."""
         return cls(
-            np.full(n_items, "binary", dtype=object),
+            np.full(n_items, DEFAULT_TYPE, dtype=object),
             np.full(n_items, 2),
             np.ones(n_items, dtype=np.int64),
             np.full(n_items, "", dtype=object),
@@ -79,20 +72,23 @@ class ResponseLayout:
 
     @property
     def is_binary(self) -> bool:
-        """Whether every item is binary."""
-        return bool(np.all(self.types == "binary"))
+        """Whether every item is of the default (0/1) type."""
+        return bool(np.all(self.types == DEFAULT_TYPE))
 
     @property
     def columns(self) -> dict[str, np.ndarray]:
         """Item columns of each response type present."""
-        return {name: np.flatnonzero(self.types == name) for name in TYPE_ORDER if (self.types == name).any()}
+        return type_columns(self.types)
 
     @property
     def score_scale(self) -> np.ndarray:
-        """Highest possible response per item (1, ``K − 1`` or ``n``)."""
-        return np.select(
-            [self.types == "graded", self.types == "count"], [self.n_categories - 1, self.n_trials], 1
-        ).astype(float)
+        """Highest possible response per item (each type's own scale)."""
+        return score_scale(self.types, self.n_categories, self.n_trials)
+
+    @property
+    def whole_numbers(self) -> np.ndarray:
+        """Whether each item's responses are whole numbers (its type's declaration)."""
+        return np.array([RESPONSE_MODELS[name].whole_numbers for name in self.types], dtype=bool)
 
     def take(self, columns: np.ndarray) -> ResponseLayout:
         """The layout of a subset of item columns."""
@@ -105,35 +101,13 @@ class ResponseLayout:
         """Item parameters over the whole item axis from posterior-shaped arrays.
 
         ``source`` maps variable names to arrays (or DataArrays) whose last axes are the
-        variable's own (``item_cutpoint``; ``continuous_benchmark`` and
-        ``continuous_bound``) and whose leading axes are sample axes (none for a point
-        estimate). Empty for all-binary data.
+        variable's own and whose leading axes are sample axes (none for a point estimate);
+        each type present reads its own (its ``draw_variables``). Empty when no type
+        present has item parameters beyond the loading and intercept.
         """
         params: ItemParameters = {}
-        columns = self.columns
-        if "graded" in columns:
-            cols = columns["graded"]
-            flat = _required(source, "cutpoint")
-            categories = self.n_categories[cols]
-            width = int(categories.max()) - 1
-            padded = np.full((*flat.shape[:-1], self.types.size, width), np.inf)
-            rows = np.repeat(cols, categories - 1)
-            position = np.concatenate([np.arange(k - 1) for k in categories]).astype(np.int64)
-            padded[..., rows, position] = flat
-            params["graded_cutpoints"] = padded
-        if "continuous" in columns:
-            cols = columns["continuous"]
-            codes, _ = pd.factorize(self.benchmarks[cols])
-            cutpoints = _required(source, "continuous_cutpoints")
-            precision = _required(source, "continuous_precision")
-            full_cuts = np.zeros((*cutpoints.shape[:-2], self.types.size, 2))
-            full_precision = np.ones((*precision.shape[:-1], self.types.size))
-            full_cuts[..., cols, :] = cutpoints[..., codes, :]
-            full_precision[..., cols] = precision[..., codes]
-            params["continuous_cutpoints"] = full_cuts
-            params["continuous_precision"] = full_precision
-        if "count" in columns:
-            params["n_trials"] = self.n_trials.astype(float)
+        for name, columns in self.columns.items():
+            params.update(response_model(name).layout_parameters(self, columns, source))
         return params
 
     @staticmethod
@@ -146,7 +120,7 @@ class ResponseLayout:
         """The parameters of a subset of item columns."""
         out = {}
         for key, value in params.items():
-            trailing = 1 if key in ("graded_cutpoints", "continuous_cutpoints") else 0
+            trailing = TRAILING_AXES[key]
             out[key] = value[..., columns, :] if trailing else value[..., columns]
         return out
 
@@ -160,7 +134,7 @@ class ResponseLayout:
         parameters' sample axes and the item axis (1: ``(sample, llm, item)``).
         """
         if self.is_binary:
-            return BINARY.expected_score(eta)
+            return DEFAULT_MODEL.expected_score(eta)
         out = self._apply(lambda model, e, p, _: model.expected_score(e, **p), eta, params, None, expand)
         return out / self.score_scale if scaled else out
 
@@ -169,7 +143,7 @@ class ResponseLayout:
     ) -> np.ndarray:
         """Variance of the response per cell; of the score on ``[0, 1]`` when ``scaled``."""
         if self.is_binary:
-            return BINARY.variance(eta)
+            return DEFAULT_MODEL.variance(eta)
         out = self._apply(lambda model, e, p, _: model.variance(e, **p), eta, params, None, expand)
         return out / self.score_scale**2 if scaled else out
 
@@ -178,7 +152,7 @@ class ResponseLayout:
     ) -> np.ndarray:
         """Log-likelihood per cell (``y`` broadcast against ``η``; unobserved cells give NaN)."""
         if self.is_binary:
-            return BINARY.log_likelihood(y, eta)
+            return DEFAULT_MODEL.log_likelihood(y, eta)
         y = np.asarray(y, dtype=float)
         observed = ~np.isnan(y)
         filled = np.where(observed, y, 0.0)
@@ -192,7 +166,7 @@ class ResponseLayout:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Mean and variance of the log-likelihood per cell under the model (person fit)."""
         if self.is_binary:
-            return BINARY.log_likelihood_moments(eta)
+            return DEFAULT_MODEL.log_likelihood_moments(eta)
         return self._apply(
             lambda model, e, p, _: model.log_likelihood_moments(e, **p), eta, params, None, expand, outputs=2
         )
@@ -202,7 +176,7 @@ class ResponseLayout:
     ) -> np.ndarray:
         """``∂ log p / ∂η`` per cell."""
         if self.is_binary:
-            return BINARY.score_residual(y, eta)
+            return DEFAULT_MODEL.score_residual(y, eta)
         filled = np.nan_to_num(np.asarray(y, dtype=float))
         return self._apply(
             lambda model, e, p, yy: model.score_residual(yy, e, **p), eta, params, filled, expand
@@ -211,7 +185,7 @@ class ResponseLayout:
     def information_weight(self, eta: np.ndarray, params: ItemParameters, *, expand: int = 1) -> np.ndarray:
         """Fisher information of ``η`` per cell."""
         if self.is_binary:
-            return BINARY.information_weight(eta)
+            return DEFAULT_MODEL.information_weight(eta)
         return self._apply(lambda model, e, p, _: model.information_weight(e, **p), eta, params, None, expand)
 
     def draw(
@@ -219,7 +193,7 @@ class ResponseLayout:
     ) -> np.ndarray:
         """Random responses (float array) given ``η``."""
         if self.is_binary:
-            return BINARY.draw(eta, rng).astype(float)
+            return DEFAULT_MODEL.draw(eta, rng).astype(float)
         return self._apply(lambda model, e, p, _: model.draw(e, rng, **p), eta, params, None, expand)
 
     def _apply(
@@ -239,20 +213,15 @@ class ResponseLayout:
             part_y = None if y is None else np.broadcast_to(y, shape)[..., cols]
             part_eta = np.broadcast_to(eta, shape)[..., cols]
             arguments = {}
-            for keyword, (key, trailing) in TYPE_ARGUMENTS[name].items():
+            model = response_model(name)
+            for keyword, (key, trailing) in model.item_parameters.items():
                 value = params[key]
                 value = value[..., cols, :] if trailing else value[..., cols]
                 if key not in FIXED_PARAMETERS:
                     at = value.ndim - 1 - trailing
                     value = np.expand_dims(value, tuple(range(at, at + expand)))
                 arguments[keyword] = value
-            values = method(response_model(name), part_eta, arguments, part_y)
+            values = method(model, part_eta, arguments, part_y)
             for result, value in zip(results, values if outputs > 1 else (values,), strict=True):
                 result[..., cols] = value
         return tuple(results) if outputs > 1 else results[0]
-
-
-def _required(source: Mapping[str, Any] | None, name: str) -> np.ndarray:
-    if source is None or name not in source:
-        raise KeyError(f"the item parameters need posterior variable {name!r}, which the fit does not hold")
-    return np.asarray(source[name], dtype=float)

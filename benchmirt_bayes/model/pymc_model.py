@@ -1,7 +1,7 @@
 """`build_model`: the hierarchical compensatory MIRT model in PyMC.
 
-``η_ij = loading_i · ability_j + intercept_i``; binary items ``logit P(correct_ij) = η_ij``,
-graded, continuous and count items through their response models.
+``η_ij = loading_i · ability_j + intercept_i``; each item's responses given ``η`` through
+its response type's model (:mod:`benchmirt_bayes.response_types`).
 
 Variable names (also the posterior's):
 
@@ -18,17 +18,11 @@ name                            dims                        meaning
 ``benchmark_intercept_spread``  (benchmark,)                item spread around it
 ``subgroup_intercept_offset``   (subgroup_key,)             subgroup shift, zero-sum per benchmark
 ``ability_correlation``         (dimension, dimension_b)    LKJ correlation (if used)
-``cutpoint``                    (item_cutpoint,)            graded items' centred cutpoints
-``graded_log_gap_mean``         (graded_benchmark,)         pooled log gap between cutpoints
-``graded_log_gap_spread``       (graded_benchmark,)         item spread around it
-``continuous_cutpoints``        (continuous_benchmark,      ordered-beta cutpoints κ₀ < κ₁
-                                continuous_bound)
-``continuous_precision``        (continuous_benchmark,)     ordered-beta precision φ
 ==============================  ==========================  ===========================
 
-The last five exist only for data with graded or continuous items; the observed variables
-are ``correct`` (binary cells), ``graded``, ``continuous`` and ``count`` (see
-:mod:`benchmirt_bayes.model.response_models` for each type's likelihood).
+Each response type present adds its own parameters (its ``variables``, e.g. the graded
+items' ``cutpoint``) and one observed variable (its ``observed_name``); each type's module
+under :mod:`benchmirt_bayes.response_types` documents them.
 
 With ``[ability] correlation = "whitened"`` (the default specs) every draw's abilities are
 whitened within the sample (:func:`whiten`): unit sample variances, zero sample correlations.
@@ -48,22 +42,14 @@ import pytensor.tensor as pt
 
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
 from benchmirt_bayes.model.anchors import anchored_rows, resolve_anchors
-from benchmirt_bayes.model.response_models import BINARY, response_model
 from benchmirt_bayes.model.spec import ModelSpec, check_pattern_benchmarks, load_spec, noncentred_benchmarks
+from benchmirt_bayes.response_types import DEFAULT_TYPE, response_model, type_columns
 
 ITEM_VARIABLES = ("loading", "intercept")
 DENSE_LIKELIHOOD_MIN_SHARE = 0.5
 """Observed share above which ``likelihood="auto"`` uses a whole-matrix form."""
 LIKELIHOOD_FORMS = ("auto", "fused", "dense", "cells")
 ABILITY_VARIABLES = ("ability",)
-OBSERVED_NAMES = {"binary": "correct", "graded": "graded", "continuous": "continuous", "count": "count"}
-"""The observed variable of each response type's cells."""
-
-
-def type_columns(responses: ResponseMatrix) -> dict[str, np.ndarray]:
-    """Item columns of each response type present, in the order binary, graded, continuous, count."""
-    types = responses.response_types
-    return {name: np.flatnonzero(types == name) for name in OBSERVED_NAMES if (types == name).any()}
 
 
 @dataclass(frozen=True)
@@ -143,7 +129,7 @@ def build_model(
         ``correct`` over ``cell``). ``"dense"``: the whole matrix with unobserved
         cells masked out (``correct`` over ``(llm, item)``), written as array
         operations, so it runs on every back end, JAX included. ``"fused"``: the
-        whole matrix through :mod:`benchmirt_bayes.fused_likelihood`, one pass
+        whole matrix through :mod:`benchmirt_bayes.response_types.fused_logit`, one pass
         that returns the log density and its gradient together (numba, C and
         Python back ends; not JAX). At the built-in 100 × 34k set, one log
         density + gradient of the whole model costs 14 ms fused against 135 ms
@@ -191,8 +177,8 @@ def build_model(
         "subgroup_key": index.subgroup_keys,
     }
     if likelihood == "cells":
-        binary_items = responses.response_types == "binary"
-        coords["cell"] = np.arange(int(responses.observed[:, binary_items].sum()))
+        default_items = responses.response_types == DEFAULT_TYPE
+        coords["cell"] = np.arange(int(responses.observed[:, default_items].sum()))
     ab, ld, ic = spec.ability, spec.loading, spec.intercept
     bench = index.benchmark_of_item
     with pm.Model(coords=coords) as model:
@@ -268,17 +254,19 @@ def build_model(
 
         # --------------------------------------------------------- likelihood
         if responses.is_binary:
-            BINARY.pymc_term("correct", ability, loading, intercept, responses, likelihood)
+            default = response_model(DEFAULT_TYPE)
+            default.pymc_term(default.observed_name, ability, loading, intercept, responses, likelihood)
         else:
-            for type_name, columns in type_columns(responses).items():
-                response_model(type_name).pymc_term(
-                    OBSERVED_NAMES[type_name],
+            for type_name, columns in type_columns(responses.response_types).items():
+                model_of_type = response_model(type_name)
+                model_of_type.pymc_term(
+                    model_of_type.observed_name,
                     ability,
                     loading[columns],
                     intercept[columns],
                     responses.take_items(columns),
                     likelihood,
-                    spec,
+                    spec.type_prior(type_name) if model_of_type.prior_defaults else None,
                 )
     model.benchmirt_likelihood = likelihood
     model.benchmirt_noncentred_items = noncentred  # which items' intercepts are non-centred

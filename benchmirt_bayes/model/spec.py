@@ -21,6 +21,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from benchmirt_bayes.response_types import RESPONSE_MODELS
+
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 SPEC_DIRS = (_PACKAGE_DIR / "models", _PACKAGE_DIR.parent / "models")
 DEFAULT_SPEC = "exploratory"
@@ -40,19 +42,6 @@ _SECTIONS: dict[str, dict[str, type | tuple[type, ...]]] = {
         "subgroup_sigma": (int, float),
         "noncentered": (bool, str),
     },
-    "graded": {
-        "log_gap_mean_mu": (int, float),
-        "log_gap_mean_sigma": (int, float),
-        "log_gap_spread_sigma": (int, float),
-    },
-    "continuous": {
-        "zero_cutpoint_mu": (int, float),
-        "zero_cutpoint_sigma": (int, float),
-        "log_gap_mu": (int, float),
-        "log_gap_sigma": (int, float),
-        "log_precision_mu": (int, float),
-        "log_precision_sigma": (int, float),
-    },
     "confirmatory": {"dimensions": list, "pattern": dict},
     "identification": {"anchors": (str, list)},
 }
@@ -61,16 +50,12 @@ _SECTIONS: dict[str, dict[str, type | tuple[type, ...]]] = {
 _OPTIONAL: dict[str, dict[str, Any]] = {
     "loading": {"zero_sum": False},
     "identification": {"anchors": "none"},
-    "graded": {"log_gap_mean_mu": 0.5, "log_gap_mean_sigma": 1.0, "log_gap_spread_sigma": 0.5},
-    "continuous": {
-        "zero_cutpoint_mu": -2.0,
-        "zero_cutpoint_sigma": 1.5,
-        "log_gap_mu": 1.3,
-        "log_gap_sigma": 1.0,
-        "log_precision_mu": 2.0,
-        "log_precision_sigma": 1.0,
-    },
 }
+# each response type with parameters of its own has a section named after it (its priors)
+for _model in RESPONSE_MODELS.values():
+    if _model.prior_defaults:
+        _SECTIONS[_model.name] = {key: (int, float) for key in _model.prior_defaults}
+        _OPTIONAL[_model.name] = dict(_model.prior_defaults)
 AbilityCorrelation = Literal["whitened", "none", "lkj"]
 
 
@@ -105,36 +90,6 @@ class InterceptPrior:
     """``True`` (every benchmark non-centred), ``False`` (every benchmark centred) or
     ``"auto"``: centred in benchmarks with at least :data:`CENTRED_INTERCEPT_ITEMS` items,
     non-centred in smaller ones (:func:`noncentred_benchmarks`)."""
-
-
-@dataclass(frozen=True)
-class GradedPrior:
-    """``[graded]``: log gaps between an item's ordered cutpoints, pooled per benchmark.
-
-    ``log_gap ~ N(benchmark mean, benchmark spread)``, benchmark mean
-    ``N(log_gap_mean_mu, log_gap_mean_sigma)``, spread ``HalfNormal(log_gap_spread_sigma)``.
-    """
-
-    log_gap_mean_mu: float
-    log_gap_mean_sigma: float
-    log_gap_spread_sigma: float
-
-
-@dataclass(frozen=True)
-class ContinuousPrior:
-    """``[continuous]``: ordered-beta cutpoints and precision, one set per continuous benchmark.
-
-    Zero cutpoint ``N(zero_cutpoint_mu, zero_cutpoint_sigma)``; the one cutpoint lies a gap
-    ``exp(N(log_gap_mu, log_gap_sigma))`` above it; precision ``exp(N(log_precision_mu,
-    log_precision_sigma))``.
-    """
-
-    zero_cutpoint_mu: float
-    zero_cutpoint_sigma: float
-    log_gap_mu: float
-    log_gap_sigma: float
-    log_precision_mu: float
-    log_precision_sigma: float
 
 
 @dataclass(frozen=True)
@@ -174,15 +129,9 @@ class ModelSpec:
         """The ``[intercept]`` section."""
         return InterceptPrior(**self["intercept"])
 
-    @property
-    def graded(self) -> GradedPrior:
-        """The ``[graded]`` section (defaults apply when a spec leaves it out)."""
-        return GradedPrior(**self["graded"])
-
-    @property
-    def continuous(self) -> ContinuousPrior:
-        """The ``[continuous]`` section (defaults apply when a spec leaves it out)."""
-        return ContinuousPrior(**self["continuous"])
+    def type_prior(self, name: str) -> dict[str, Any]:
+        """The spec section of response type ``name`` (its defaults where the spec is silent)."""
+        return self[name]
 
     @property
     def anchors(self) -> str | list[str]:

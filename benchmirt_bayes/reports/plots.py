@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 
 from benchmirt_bayes.diagnostics.stability import restart_means
 from benchmirt_bayes.draws import PosteriorDraws
-from benchmirt_bayes.model.response_models import linear_predictor
+from benchmirt_bayes.response_types.base import linear_predictor
 from benchmirt_bayes.summaries import CI_PROB, interval_quantiles
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmirt_bayes.model.response_models import mdisc
+from benchmirt_bayes.response_types.base import mdisc
 
 FAMILIES = ("alpha", "beta", "gamma")
 FAMILY_SHARES = (0.3, 0.5, 0.2)

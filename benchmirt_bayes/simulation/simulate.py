@@ -14,15 +14,16 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, RESPONSE_TYPES, ResponseMatrix
+from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
 from benchmirt_bayes.model.layout import ResponseLayout
-from benchmirt_bayes.model.response_models import (
-    CUTPOINT_DIM,
-    cutpoint_labels,
-    linear_predictor,
-    mdisc,
-    multidimensional_difficulty,
+from benchmirt_bayes.response_types import (
+    DEFAULT_TYPE,
+    RESPONSE_MODELS,
+    RESPONSE_TYPES,
+    response_model,
+    type_columns,
 )
+from benchmirt_bayes.response_types.base import linear_predictor, mdisc, multidimensional_difficulty
 from benchmirt_bayes.simulation.audit_plants import (
     FOCAL_FAMILY,
     AuditPlan,
@@ -34,12 +35,12 @@ from benchmirt_bayes.simulation.audit_plants import (
 )
 
 DIMENSIONS = ("safety", "reasoning")
-MIXED_RESPONSE_TYPES = {"StrongREJECT": "continuous", "IFEval": "graded", "MATH": "count"}
-"""``response_types="mixed"``: StrongREJECT's continuous scores as published (not rounded), IFEval
-graded by how many of its instructions are followed, MATH as k correct of n samples."""
-GRADED_CATEGORIES = 4
-COUNT_TRIALS = 5
-CONTINUOUS_TRUTH = {"cutpoints": (-1.5, 1.5), "precision": 8.0}
+MIXED_RESPONSE_TYPES = {
+    model.simulated_benchmark: name for name, model in RESPONSE_MODELS.items() if model.simulated_benchmark
+}
+"""``response_types="mixed"``: every registered type on the benchmark it names as its
+``simulated_benchmark`` (e.g. StrongREJECT's scores as published, not rounded; IFEval
+graded by how many of its instructions are followed; MATH as k correct of n samples)."""
 
 
 @dataclass(frozen=True)
@@ -151,12 +152,11 @@ def simulate_benchmirt(
     min_items_per_subgroup
         Floor for small scales.
     response_types
-        Benchmark → response type (``binary``, ``graded``, ``continuous`` or ``count``)
-        for benchmarks that are not binary, or ``"mixed"`` for
-        :data:`MIXED_RESPONSE_TYPES`. Graded items have 4 categories, count items 5
-        tries; the truth then holds their parameters under the posterior's names
-        (``cutpoint``, ``continuous_cutpoints``, ``continuous_precision``). ``None``
-        (default): every item binary, the same data as always for a seed.
+        Benchmark → response type (a name in :data:`~benchmirt_bayes.response_types.RESPONSE_TYPES`)
+        for benchmarks that are not 0/1, or ``"mixed"`` for :data:`MIXED_RESPONSE_TYPES`.
+        Each type sets its simulated items' metadata (e.g. 4 categories, 5 tries) and true
+        parameters, which the truth then holds under the posterior's names. ``None``
+        (default): every item 0/1, the same data as always for a seed.
     audits
         Findings to plant for the audits (:class:`AuditPlan`: base/modified pairs,
         contaminated LLM × benchmark cells, DIF items, flipped keys), drawn from a random
@@ -214,19 +214,17 @@ def simulate_benchmirt(
 
     benchmarks_arr = np.array(benchmarks)
     types = _item_types(benchmarks_arr, response_types)
-    layout = ResponseLayout(
-        types,
-        np.where(types == "graded", GRADED_CATEGORIES, np.where(types == "binary", 2, 0)),
-        np.where(types == "count", COUNT_TRIALS, 1),
-        benchmarks_arr,
-    )
+    categories, trials = np.zeros(types.size, dtype=np.int64), np.ones(types.size, dtype=np.int64)
+    for name, columns in type_columns(types).items():
+        categories[columns], trials[columns] = response_model(name).simulation_metadata(columns.size)
+    layout = ResponseLayout(types, categories, trials, benchmarks_arr)
     type_truth = _type_parameters(layout, rng)
     llms = np.array([f"llm_{j:03d}" for j in range(n_llms)])
     if audits is not None:
         plant_rng = np.random.default_rng([seed, 20240])
         planted = plant_abilities(audits, ability, llms, plant_rng)
         ability, llms = planted.ability, planted.llms.astype(str)
-        binary = types == "binary"
+        binary = types == DEFAULT_TYPE
         dif_logit, dif_per_item = dif_shifts(audits, planted.family, binary, intercept, plant_rng)
     eta = linear_predictor(ability, loading, intercept)
     if audits is not None:
@@ -278,7 +276,7 @@ def simulate_benchmirt(
         truth.attrs["audit_plan"] = json.dumps(dataclasses.asdict(audits))
     if not layout.is_binary:
         truth = truth.merge(_type_truth_dataset(layout, item_ids, type_truth))
-        typed = types != "binary"
+        typed = types != DEFAULT_TYPE
         declared = dict(zip(benchmarks_arr[typed], types[typed], strict=True))
         truth.attrs["response_types"] = json.dumps(declared)
     return SimulatedBenchmark(matrix, truth)
@@ -307,7 +305,7 @@ def _planted_truth(
 
 def _item_types(benchmarks: np.ndarray, response_types: Mapping[str, str] | str | None) -> np.ndarray:
     if response_types is None:
-        return np.full(benchmarks.size, "binary", dtype=object)
+        return np.full(benchmarks.size, DEFAULT_TYPE, dtype=object)
     if response_types == "mixed":
         response_types = MIXED_RESPONSE_TYPES
     if isinstance(response_types, str):
@@ -322,46 +320,27 @@ def _item_types(benchmarks: np.ndarray, response_types: Mapping[str, str] | str 
     bad = {b: t for b, t in response_types.items() if t not in RESPONSE_TYPES}
     if bad:
         raise ValueError(f"unknown response type(s) {bad}; known: {list(RESPONSE_TYPES)}")
-    types = np.full(benchmarks.size, "binary", dtype=object)
+    types = np.full(benchmarks.size, DEFAULT_TYPE, dtype=object)
     for bench, kind in response_types.items():
         types[benchmarks == bench] = kind
     return types
 
 
 def _type_parameters(layout: ResponseLayout, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """True item parameters of the non-binary types, under the posterior's variable names."""
+    """True item parameters of the types present, under the posterior's variable names."""
     truth: dict[str, np.ndarray] = {}
-    columns = layout.columns
-    if "graded" in columns:
-        cuts = []
-        for k in layout.n_categories[columns["graded"]]:
-            raw = np.concatenate([[0.0], np.cumsum(np.exp(rng.normal(0.5, 0.3, size=k - 2)))])
-            cuts.append(raw - raw.mean())
-        truth["cutpoint"] = np.concatenate(cuts)
-    if "continuous" in columns:
-        n_bench = len(np.unique(layout.benchmarks[columns["continuous"]]))
-        truth["continuous_cutpoints"] = np.tile(CONTINUOUS_TRUTH["cutpoints"], (n_bench, 1))
-        truth["continuous_precision"] = np.full(n_bench, CONTINUOUS_TRUTH["precision"])
+    for name, columns in layout.columns.items():
+        truth.update(response_model(name).simulate_parameters(layout, columns, rng))
     return truth
 
 
 def _type_truth_dataset(
     layout: ResponseLayout, items: np.ndarray, truth: dict[str, np.ndarray]
 ) -> xr.Dataset:
-    columns = layout.columns
     data: dict[str, tuple] = {}
     coords: dict[str, object] = {}
-    if "graded" in columns:
-        cols = columns["graded"]
-        coords[CUTPOINT_DIM] = cutpoint_labels(items[cols], layout.n_categories[cols])
-        data["cutpoint"] = ((CUTPOINT_DIM,), truth["cutpoint"])
-    if "continuous" in columns:
-        names = list(dict.fromkeys(layout.benchmarks[columns["continuous"]]))
-        coords["continuous_benchmark"] = names
-        coords["continuous_bound"] = ["zero", "one"]
-        data["continuous_cutpoints"] = (
-            ("continuous_benchmark", "continuous_bound"),
-            truth["continuous_cutpoints"],
-        )
-        data["continuous_precision"] = (("continuous_benchmark",), truth["continuous_precision"])
+    for name, columns in layout.columns.items():
+        variables, type_coords = response_model(name).truth_variables(layout, items, columns, truth)
+        data.update(variables)
+        coords.update(type_coords)
     return xr.Dataset(data, coords=coords)

@@ -25,7 +25,8 @@ import xarray as xr
 
 from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.errors import MissingExtraError
-from benchmirt_bayes.model.response_models import BINARY, linear_predictor
+from benchmirt_bayes.response_types.base import linear_predictor
+from benchmirt_bayes.response_types.binary import BINARY
 
 
 def import_jax() -> Any:

@@ -43,6 +43,7 @@ from benchmirt_bayes.inference.settings import (
     coerce_settings,
 )
 from benchmirt_bayes.model.spec import ModelSpec
+from benchmirt_bayes.response_types import DEFAULT_TYPE
 
 
 def fold_seed(seed: int, fold: int, n_dims: int) -> int:
@@ -221,7 +222,7 @@ def cross_validate(
     for fold in range(folds):
         split = fold_split(responses, scheme, fold, folds, seed, reveal_share)
         outcome = responses.values[split.test]
-        binary = types[np.nonzero(split.test)[1]] == "binary"
+        binary = types[np.nonzero(split.test)[1]] == DEFAULT_TYPE
         predictions = {
             name: baseline_predictions(responses, split.known, by)[split.test]
             for name, by in baselines.items()
@@ -244,7 +245,7 @@ def cross_validate(
                 rows.append((scheme, model, fold, "spearman", bench, value))
             if typed:
                 scaled = responses.scaled_values[split.test]
-                for kind in pd.unique(types[~np.isin(types, ["binary"])]):
+                for kind in pd.unique(types[types != DEFAULT_TYPE]):
                     cells = types[np.nonzero(split.test)[1]] == kind
                     mse = float(np.mean((prob[cells] - scaled[cells]) ** 2))
                     rows.append((scheme, model, fold, f"{kind}_mse", "all", mse))

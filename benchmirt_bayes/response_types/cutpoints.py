@@ -1,0 +1,96 @@
+"""Probabilities between ordered logistic cutpoints: what the graded and ordered-beta types share.
+
+A logistic latent response ``η + ε`` falls between two cutpoints with probability
+``σ(η − lower) − σ(η − upper)``; the graded type's categories and the ordered-beta type's
+three parts (exact 0, interior, exact 1) are such intervals.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytensor.tensor as pt
+from scipy.special import expit
+
+from benchmirt_bayes.response_types.base import PYTENSOR, sigmoid
+
+
+def interval_log_probability(lower: Any, upper: Any, eta: Any, xp: Any = np) -> Any:
+    """``log(σ(η − lower) − σ(η − upper))``: a logistic latent ``η + ε`` between two cutpoints.
+
+    ``lower = −∞`` or ``upper = +∞`` are allowed. With ``a = η − lower > b = η − upper``,
+    ``σ(a) − σ(b) = σ(−b) − σ(−a)``; the form whose two terms are further from 1 is used
+    (``a + b > 0`` flips), so the difference never cancels two numbers close to 1 and stays
+    accurate to relative rounding error unless both ``|a|`` and ``|b|`` exceed about 700
+    (where ``σ`` underflows). Two sigmoids and one log per cell: this is the graded and
+    ordered-beta likelihood's inner loop.
+    """
+    high, low = eta - lower, eta - upper
+    flip = (high + low) > 0
+    high, low = xp.where(flip, -low, high), xp.where(flip, -high, low)
+    return xp.log(sigmoid(high, xp) - sigmoid(low, xp))
+
+
+def interval_score(lower: Any, upper: Any, eta: np.ndarray) -> np.ndarray:
+    """``∂/∂η log(σ(a) − σ(b)) = 1 − σ(a) − σ(b)`` with ``a = η − lower``, ``b = η − upper``."""
+    return 1.0 - expit(eta - lower) - expit(eta - upper)
+
+
+def bounded_cutpoints(cutpoints: Any, xp: Any = np) -> Any:
+    """``[−∞, c_1, …, c_C, +∞]`` along the last axis (padding entries of ``cutpoints`` are +∞)."""
+    if xp is PYTENSOR:
+        edge = pt.ones((cutpoints.shape[0], 1))
+    else:
+        edge = xp.ones((*cutpoints.shape[:-1], 1))
+    return xp.concatenate([-np.inf * edge, cutpoints, np.inf * edge], axis=-1)
+
+
+def category_bounds(y: Any, cutpoints: Any, xp: Any = np) -> tuple[Any, Any]:
+    """The cutpoints below and above category ``y`` (``y`` broadcast against ``cutpoints[..., 0]``)."""
+    bounded = bounded_cutpoints(cutpoints, xp)
+    shape = np.broadcast_shapes(np.shape(y), bounded.shape[:-1])
+    bounded = xp.broadcast_to(bounded, (*shape, bounded.shape[-1]))
+    category = xp.broadcast_to(xp.asarray(y), shape).astype("int32")[..., None]
+    lower = xp.take_along_axis(bounded, category, axis=-1)[..., 0]
+    upper = xp.take_along_axis(bounded, category + 1, axis=-1)[..., 0]
+    return lower, upper
+
+
+def cell_bounds(
+    cutpoints: pt.TensorVariable, row_of_cell: np.ndarray, category_of_cell: np.ndarray
+) -> tuple[pt.TensorVariable, pt.TensorVariable]:
+    """The cutpoints below and above each observed cell's category, for PyTensor terms.
+
+    ``cutpoints`` has one row per item (or benchmark) and ``width`` columns known here; one
+    flat gather per bound keeps the gradient a cheap scatter-add over the cells.
+    """
+    width = cutpoints.type.shape[-1]
+    bounded = bounded_cutpoints(cutpoints, PYTENSOR).ravel()
+    index = np.asarray(row_of_cell, dtype=np.int64) * (width + 2) + np.asarray(
+        category_of_cell, dtype=np.int64
+    )
+    return bounded[index], bounded[index + 1]
+
+
+def category_probabilities(eta: np.ndarray, cutpoints: np.ndarray) -> np.ndarray:
+    """``P(y = k)`` for every category ``k`` (last axis; padded categories get 0)."""
+    at_least = expit(eta[..., None] - cutpoints)  # P(y ≥ k), k = 1 … C
+    ones = np.ones_like(at_least[..., :1])
+    zeros = np.zeros_like(ones)
+    upper = np.concatenate([ones, at_least], axis=-1)
+    return upper - np.concatenate([at_least, zeros], axis=-1)
+
+
+def discrete_information(eta: np.ndarray, cutpoints: np.ndarray) -> np.ndarray:
+    """``Σ_k (∂P_k/∂η)² / P_k`` over the categories a set of ordered cutpoints defines."""
+    at_least = expit(eta[..., None] - cutpoints)
+    slope = at_least * (1.0 - at_least)
+    zeros = np.zeros_like(slope[..., :1])
+    upper_slope = np.concatenate([zeros, slope], axis=-1)
+    lower_slope = np.concatenate([slope, zeros], axis=-1)
+    prob = category_probabilities(eta, cutpoints)
+    numerator = (upper_slope - lower_slope) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(prob > 0, numerator / np.where(prob > 0, prob, 1.0), 0.0)
+    return terms.sum(axis=-1)
