@@ -499,15 +499,19 @@ def _run_map(model: pm.Model, start: dict[str, np.ndarray], seed: int, progressb
 
 # ----------------------------------------------------------------- assembly
 def assemble_posterior(
-    responses: ResponseMatrix,
+    responses: ResponseMatrix | None,
     settings: FitSettings,
     raw_fits: list[RawFit],
     seed: int,
+    *,
+    data_hash: str | None = None,
 ) -> xr.DataTree:
     """Concatenate restarts, identify, and attach data, stats and provenance.
 
     The raw fits are consumed: a single restart's draws become the posterior's
-    arrays and are identified in place, without a copy.
+    arrays and are identified in place, without a copy. ``responses`` is ``None`` for data
+    that never was one matrix in memory (a streamed source): the tree then has no
+    ``observed_data`` and ``data_hash`` names the data.
     """
     posteriors, stats, elbos, restart_of_chain = [], [], [], []
     offset = 0
@@ -530,29 +534,34 @@ def assemble_posterior(
     if "chain" in sample_stats.dims:
         sample_stats = sample_stats.assign_coords(chain=posterior["chain"].values)
         sample_stats = sample_stats.assign_coords(restart=restart_coord)
-    groups: dict[str, xr.Dataset] = {
-        "posterior": posterior,
-        "sample_stats": sample_stats,
-        "observed_data": observed_dataset(responses),
-    }
+    groups: dict[str, xr.Dataset] = {"posterior": posterior, "sample_stats": sample_stats}
+    if responses is not None:
+        groups["observed_data"] = observed_dataset(responses)
     if elbos:
         groups["elbo"] = xr.concat(elbos, dim="restart", join="outer")
     tree = xr.DataTree.from_dict(groups)
-    tree.attrs = provenance_attrs(responses, settings, raw_fits, seed)
+    tree.attrs = provenance_attrs(responses, settings, raw_fits, seed, data_hash=data_hash)
     return tree
 
 
 def provenance_attrs(
-    responses: ResponseMatrix, settings: FitSettings, raw_fits: list[RawFit], seed: int
+    responses: ResponseMatrix | None,
+    settings: FitSettings,
+    raw_fits: list[RawFit],
+    seed: int,
+    *,
+    data_hash: str | None = None,
 ) -> dict[str, Any]:
     """The attrs that make a fit self-describing and reproducible."""
+    if data_hash is None:
+        data_hash = responses.data_hash()
     return provenance(
         method=settings.method,
         sampler=settings.sampler,
         n_dims=settings.n_dims,
         spec_json=settings.spec_json,
         settings=settings.to_dict(),
-        data_hash=responses.data_hash(),
+        data_hash=data_hash,
         seed=seed,
         restart_seeds=[raw.seed for raw in raw_fits],
         seconds=[raw.seconds for raw in raw_fits],

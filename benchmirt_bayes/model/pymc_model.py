@@ -110,6 +110,7 @@ def build_model(
     *,
     spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
     likelihood: Literal["auto", "fused", "dense", "cells"] = "auto",
+    observed: bool = True,
 ) -> pm.Model:
     """Build the hierarchical MIRT model for the observed cells of ``responses``.
 
@@ -137,6 +138,11 @@ def build_model(
         slow each other down. ``"auto"`` (default): fused when at least half
         the cells are observed, else cells (:func:`resolve_likelihood`). Data
         with graded, continuous or count items use the cell form.
+    observed
+        ``False`` leaves the likelihood out: the priors and the map from free variables to
+        abilities, loadings and intercepts only, for a caller that adds the likelihood itself
+        (minibatch ADVI). Only ``responses``' LLMs, items and item coordinates are read
+        then (a response type's own parameters, which its likelihood term adds, are absent).
 
     Returns
     -------
@@ -165,7 +171,7 @@ def build_model(
             f"{responses.n_llms} LLM(s) cannot identify {n_dims} dimension(s): the abilities are "
             f"centred and whitened within the sample, which needs at least n_dims + 2 = {n_dims + 2} LLMs"
         )
-    likelihood = resolve_likelihood(responses, likelihood)
+    likelihood = resolve_likelihood(responses, likelihood) if observed else "none"
     pattern = loading_pattern(index.benchmarks, dims, spec)
     anchors = resolve_anchors(responses, index.benchmarks, index.benchmark_of_item, n_dims, spec)
     coords = {
@@ -253,7 +259,9 @@ def build_model(
             intercept = pm.Deterministic("intercept", values, dims=ITEM_DIM)
 
         # --------------------------------------------------------- likelihood
-        if responses.is_binary:
+        if not observed:
+            pass
+        elif responses.is_binary:
             default = response_model(DEFAULT_TYPE)
             default.pymc_term(default.observed_name, ability, loading, intercept, responses, likelihood)
         else:

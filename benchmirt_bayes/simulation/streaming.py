@@ -273,4 +273,5 @@ class MatrixSource:
     def block(self, rows: Any, cols: Any) -> tuple[Any, Any]:
         """Responses (0 where unobserved) and observed mask of ``rows × cols``."""
         correct, observed = self._device_matrix()
-        return correct[rows][:, cols], observed[rows][:, cols]
+        index = (rows[:, None], cols[None, :])
+        return correct[index], observed[index]
