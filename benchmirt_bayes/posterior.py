@@ -322,3 +322,43 @@ def final_elbo(elbo: xr.Dataset | np.ndarray, window: int) -> float:
     values = np.asarray(elbo["elbo"].values if isinstance(elbo, xr.Dataset) else elbo, dtype=float)
     values = values[np.isfinite(values)]
     return float(np.mean(values[-window:])) if values.size else float("nan")
+
+
+# ------------------------------------------------------------ the variational approximation
+Q_LAYOUT_ATTR = "q_layout"
+"""Attr of an ADVI fit's ``elbo`` group: JSON ``[[name, start, stop, shape], …]`` of the flat
+mean-field parameters ``q_mean`` / ``q_sd`` (one entry per free variable, unconstrained scale)."""
+
+
+def variational_record(
+    mean: np.ndarray, sd: np.ndarray, layout: list[tuple[str, int, int, tuple[int, ...]]]
+) -> tuple[dict[str, tuple], dict[str, str]]:
+    """``q_mean``, ``q_sd`` over ``q_index`` and the layout attr, for an ADVI fit's ``elbo`` group."""
+    variables = {
+        "q_mean": (("q_index",), np.asarray(mean, float)),
+        "q_sd": (("q_index",), np.asarray(sd, float)),
+    }
+    return variables, {
+        Q_LAYOUT_ATTR: json.dumps([[n, int(a), int(b), list(map(int, s))] for n, a, b, s in layout])
+    }
+
+
+def variational_parameters(tree: xr.DataTree, restart: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The mean-field approximation of an ADVI fit: free variable → (mean, SD), unconstrained scale.
+
+    Raises
+    ------
+    ValueError
+        For a fit that holds none (NUTS, MAP, full-rank ADVI, ADVI fits stored before 0.2).
+
+    """
+    if "elbo" not in tree.children or "q_mean" not in tree["elbo"].data_vars:
+        raise ValueError("the fit holds no mean-field approximation (only mean-field ADVI fits do)")
+    elbo = tree["elbo"].to_dataset()
+    mean = elbo["q_mean"].sel(restart=restart).values
+    sd = elbo["q_sd"].sel(restart=restart).values
+    layout = json.loads(elbo.attrs[Q_LAYOUT_ATTR])
+    return {
+        name: (mean[start:stop].reshape(shape), sd[start:stop].reshape(shape))
+        for name, start, stop, shape in layout
+    }

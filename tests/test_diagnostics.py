@@ -93,8 +93,30 @@ def test_advi_fit_reports_elbo_convergence(advi_fit):
         "final_elbo",
         "stopping_criterion",
         "stopping_rule_fired",
+        "pareto_k",
+        "pareto_k_ok",
     ]
     assert bool(report.table["stopping_rule_fired"].iloc[0]) == report.ok
+
+
+def test_advi_says_how_good_its_approximation_is(advi_fit):
+    """Pareto k̂ of the importance ratios: a narrower q is worse, and the report states the verdict."""
+    from benchmirt_bayes.diagnostics.approximation import advi_pareto_k, pareto_k_threshold
+
+    assert pareto_k_threshold(1000) == pytest.approx(2 / 3) and pareto_k_threshold(10**9) == 0.7
+    khat = advi_pareto_k(advi_fit, n_samples=400)
+    # mean-field ADVI on the hierarchical model: q is far narrower than the posterior (README)
+    assert khat[0] > pareto_k_threshold(400)
+    narrow = advi_fit.copy()
+    elbo = narrow["elbo"].to_dataset()
+    narrow["elbo"] = xr.DataTree(elbo.assign(q_sd=elbo["q_sd"] * 0.5))
+    assert advi_pareto_k(narrow, n_samples=400)[0] > khat[0]
+    report = check_convergence(advi_fit, pareto_k_samples=400)
+    assert report.sampler_checks["max_pareto_k"] == pytest.approx(float(khat.max()))
+    verdict = "usable" if khat.max() < pareto_k_threshold(400) else "poor"
+    assert any(verdict in message for message in report.messages)
+    skipped = check_convergence(advi_fit, pareto_k_samples=None)
+    assert "pareto_k" not in skipped.table
 
 
 @pytest.mark.parametrize(

@@ -381,6 +381,11 @@ def test_every_analysis_runs_on_a_mixed_fit(mixed_fit, mixed_sim, tmp_path):
     responses = mixed_sim.responses
     types = dict(zip(responses.items, responses.response_types, strict=True))
     ranked = rank_items(mixed_fit, n_draws=20)
+    kind = ranked.index.map(types).to_numpy()  # each type's own summaries, NaN for other items
+    assert ranked.loc[kind == "graded", "cutpoint_span_mean"].gt(0).all()
+    assert ranked.loc[kind != "graded", "cutpoint_span_mean"].isna().all()
+    exact = ranked.loc[kind == "continuous", ["p_exact_zero_mean", "p_exact_one_mean"]]
+    assert exact.gt(0).all().all() and exact.sum(axis=1).lt(1).all()
     assert ranked["information_mean"].notna().all() and (ranked["information_mean"] >= 0).all()
     assert {types[i] for i in ranked.index} >= {"graded", "continuous", "count"}
     chosen = select_items(mixed_fit, fraction=0.3, method="information")

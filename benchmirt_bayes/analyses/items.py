@@ -103,7 +103,9 @@ def rank_items(
         dimension with the largest absolute loading in most draws) and
         ``p_main_dimension`` (the share of draws in which it is), ``difficulty_*``,
         ``information_*``, ``rank_*``,
-        ``p_top_k`` and three flags:
+        ``p_top_k``, each response type's own item summaries where it has any (for example
+        ``cutpoint_span_*`` of graded items, ``p_exact_zero_*`` and ``p_exact_one_*`` of
+        continuous ones; NaN for the other items), and three flags:
 
         ``uninformative``
             the upper end of the information interval is below
@@ -160,6 +162,13 @@ def rank_items(
     out["negatively_keyed"], out["off_dimension"] = _direction_flags(
         draws, responses.benchmarks.astype(str), loading, flag_probability
     )
+    for name, values in draws.layout.item_summaries(intercept, draws.params).items():
+        typed = ~np.isnan(values).any(axis=0)  # the items of the type that reports it
+        for column, summary in summarise_draws(
+            values[:, typed], axis=0, ci_prob=ci_prob, prefix=name
+        ).items():
+            out[column] = np.nan
+            out.loc[out.index[typed], column] = summary
     out.attrs = {"by": by, "dimension": dimension, "within": within, "top_k": top_k, "ci_prob": ci_prob}
     if within == "benchmark":
         order = {name: i for i, name in enumerate(pd.unique(out["benchmark"]))}

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from benchmirt_bayes.diagnostics.approximation import PARETO_K_SAMPLES, advi_pareto_k, pareto_k_threshold
 from benchmirt_bayes.posterior import (
     CRITERION_LABELS,
     KEPT_VARIABLES,
@@ -80,6 +81,7 @@ def check_convergence(
     bfmi_min: float = 0.3,
     elbo_tolerance: float | None = None,
     min_dimension_share: float = 0.01,
+    pareto_k_samples: int | None = PARETO_K_SAMPLES,
 ) -> ConvergenceReport:
     """Check convergence of an identified posterior from :func:`fit_posterior`.
 
@@ -108,6 +110,14 @@ def check_convergence(
         dimension must carry; a dimension below it has collapsed (the fit may sit at the
         optimum of a model with fewer dimensions, or the data do not support that many).
         The shares are in ``sampler_checks`` as ``dimension_share_<name>``.
+    pareto_k_samples
+        Mean-field ADVI: draws from the approximation for the Pareto k̂ of its importance
+        ratios (:func:`~benchmirt_bayes.diagnostics.approximation.advi_pareto_k`), reported
+        per restart as ``pareto_k`` beside ``pareto_k_ok`` (k̂ below
+        ``min(1 − 1/log₁₀ S, 0.7)``) and in ``sampler_checks["max_pareto_k"]``. ``ok`` says
+        whether the optimisation converged; k̂ says whether what it converged to is a
+        usable approximation of the posterior. ``None`` skips it (fits without their data
+        or without a mean-field approximation report none).
 
     Returns
     -------
@@ -125,6 +135,8 @@ def check_convergence(
         bfmi_min,
         elbo_tolerance,
     )
+    if report.method in ("advi", "minibatch_advi") and pareto_k_samples:
+        _add_pareto_k(report, posterior, pareto_k_samples)
     shares = dimension_shares(posterior)
     report.sampler_checks.update({f"dimension_share_{name}": share for name, share in shares.items()})
     collapsed = {name: share for name, share in shares.items() if share < min_dimension_share}
@@ -272,6 +284,26 @@ def sampler_checks(posterior: xr.DataTree) -> dict[str, float]:
     elif "energy" in stats:
         checks["min_bfmi"] = float(np.min(energy_bfmi(stats["energy"].transpose("chain", "draw").values)))
     return checks
+
+
+def _add_pareto_k(report: ConvergenceReport, posterior: xr.DataTree, n_samples: int) -> None:
+    """Add the approximation's k̂ per restart to an ADVI report (nothing when it cannot be had)."""
+    if "observed_data" not in posterior.children or "q_mean" not in posterior["elbo"].data_vars:
+        return
+    khat = advi_pareto_k(posterior, n_samples=n_samples)
+    limit = pareto_k_threshold(n_samples)
+    report.table["pareto_k"] = khat
+    report.table["pareto_k_ok"] = khat < limit
+    report.sampler_checks["max_pareto_k"] = float(khat.max())
+    if khat.max() < limit:
+        report.messages.insert(-1, f"the approximation is usable: Pareto k̂ {khat.max():.2f} < {limit:.2f}")
+    else:
+        report.messages.insert(
+            -1,
+            f"the approximation is poor: Pareto k̂ {khat.max():.2f} ≥ {limit:.2f} (its importance ratios "
+            "have a heavy tail); its means may hold but its intervals are too narrow: use NUTS for "
+            "anything that reads an interval",
+        )
 
 
 def _check_advi(posterior: xr.DataTree, tolerance: float | None) -> ConvergenceReport:

@@ -11,7 +11,7 @@ import pymc as pm
 import pytensor
 import xarray as xr
 
-from benchmirt_bayes.posterior import CRITERION_LABELS, relative_change
+from benchmirt_bayes.posterior import CRITERION_LABELS, relative_change, variational_record
 
 TREND_WINDOWS = 5
 """Windows over which the noise rule fits its linear trend of the loss."""
@@ -215,4 +215,10 @@ def run_advi(
     # the record once the polish phase has run)
     elbo["final_criterion"] = xr.DataArray(final)
     elbo["stopping_rule_fired"] = xr.DataArray(bool(rule.fired))
+    if method == "advi":  # the mean-field q itself, for its Pareto k̂ (check_convergence)
+        group = approx.groups[0]
+        layout = [(name, s.start, s.stop, tuple(shape)) for name, s, shape, _ in group.ordering.values()]
+        variables, attrs = variational_record(approx.mean.eval(), approx.std.eval(), layout)
+        elbo = elbo.assign(variables)
+        elbo.attrs.update(attrs)
     return AdviResult(tree["posterior"].to_dataset(), elbo)

@@ -40,7 +40,7 @@ from benchmirt_bayes.inference.initialisation import jittered_start
 from benchmirt_bayes.inference.settings import AdviSettings, FitSettings, coerce_settings, positive_int
 from benchmirt_bayes.model.pymc_model import build_model
 from benchmirt_bayes.model.spec import ModelSpec, load_spec
-from benchmirt_bayes.posterior import KEPT_VARIABLES
+from benchmirt_bayes.posterior import KEPT_VARIABLES, variational_record
 from benchmirt_bayes.response_types.base import linear_predictor
 from benchmirt_bayes.response_types.binary import BINARY
 from benchmirt_bayes.simulation.streaming import CellSource, MatrixSource, import_jax
@@ -106,8 +106,8 @@ def fit_minibatch_advi(
         What :func:`~benchmirt_bayes.fit_posterior` returns for ADVI (``posterior`` with
         ``advi.draws`` identified draws, ``sample_stats``, ``elbo``, ``observed_data`` where
         the source holds a matrix that fits in memory, the provenance attrs with method
-        ``"minibatch_advi"``), plus a ``variational`` group with the mean and SD of every
-        free variable on its unconstrained scale.
+        ``"minibatch_advi"``; the approximation itself in ``elbo``, read by
+        :func:`~benchmirt_bayes.posterior.variational_parameters`).
 
     Raises
     ------
@@ -197,14 +197,13 @@ def fit_minibatch_advi(
     raw = RawFit(
         posterior,
         xr.Dataset(coords={"chain": [0], "draw": np.arange(advi_settings.draws)}),
-        _elbo_record(losses[:done], rule, advi_settings),
+        _elbo_record(losses[:done], rule, advi_settings, layout, mu, sd),
         seconds,
         seed,
     )
     tree = assemble_posterior(
         responses, settings, [raw], seed, data_hash=None if responses is not None else _source_hash(source)
     )
-    tree["variational"] = xr.DataTree(layout.variational_dataset(mu, sd))
     tree.attrs.update(
         {
             "benchmirt_source": repr(source),
@@ -271,13 +270,14 @@ class _FlatLayout:
             for start, size, shape in zip(self.offsets[:-1], self.sizes, self.shapes, strict=True)
         ]
 
-    def variational_dataset(self, mu: np.ndarray, sd: np.ndarray) -> xr.Dataset:
-        data = {}
-        for name, loc, scale in zip(self.names, self.split(mu), self.split(sd), strict=True):
-            dims = tuple(f"{name}_dim_{k}" for k in range(loc.ndim))
-            data[f"{name}_mean"] = (dims, loc)
-            data[f"{name}_sd"] = (dims, scale)
-        return xr.Dataset(data)
+    @property
+    def entries(self) -> list[tuple[str, int, int, tuple[int, ...]]]:
+        return [
+            (name, int(start), int(start + size), shape)
+            for name, start, size, shape in zip(
+                self.names, self.offsets[:-1], self.sizes, self.shapes, strict=True
+            )
+        ]
 
 
 # ------------------------------------------------------------------ the step
@@ -372,8 +372,15 @@ def _draws(
     )
 
 
-def _elbo_record(losses: np.ndarray, rule: ElboConvergence, settings: AdviSettings) -> xr.Dataset:
-    """The optimisation record in ``fit_posterior``'s ADVI form (one value per step)."""
+def _elbo_record(
+    losses: np.ndarray,
+    rule: ElboConvergence,
+    settings: AdviSettings,
+    layout: _FlatLayout,
+    mu: np.ndarray,
+    sd: np.ndarray,
+) -> xr.Dataset:
+    """The optimisation record in ``fit_posterior``'s ADVI form (one value per step, and ``q``)."""
     final = rule.criteria[-1] if rule.criteria else np.nan
     elbo = xr.Dataset(
         {"elbo": ("step", -losses)},
@@ -393,6 +400,9 @@ def _elbo_record(losses: np.ndarray, rule: ElboConvergence, settings: AdviSettin
     )
     elbo["final_criterion"] = xr.DataArray(final)
     elbo["stopping_rule_fired"] = xr.DataArray(bool(rule.fired))
+    variables, attrs = variational_record(mu, sd, layout.entries)
+    elbo = elbo.assign(variables)
+    elbo.attrs.update(attrs)
     return elbo
 
 

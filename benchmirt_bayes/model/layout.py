@@ -196,6 +196,24 @@ class ResponseLayout:
             return DEFAULT_MODEL.draw(eta, rng).astype(float)
         return self._apply(lambda model, e, p, _: model.draw(e, rng, **p), eta, params, None, expand)
 
+    def item_summaries(self, intercept: np.ndarray, params: ItemParameters) -> dict[str, np.ndarray]:
+        """Each type's own item summaries over the whole item axis (NaN for other types' items).
+
+        ``intercept`` is ``(…, item)`` with the parameters' sample axes in front (none for a
+        point estimate); see :meth:`~benchmirt_bayes.response_types.base.ResponseModel.item_summaries`.
+        """
+        out: dict[str, np.ndarray] = {}
+        intercept = np.asarray(intercept, dtype=float)
+        for name, cols in self.columns.items():
+            model = response_model(name)
+            arguments = {
+                keyword: params[key][..., cols, :] if trailing else params[key][..., cols]
+                for keyword, (key, trailing) in model.item_parameters.items()
+            }
+            for key, values in model.item_summaries(intercept[..., cols], **arguments).items():
+                out.setdefault(key, np.full(intercept.shape, np.nan))[..., cols] = values
+        return out
+
     def _apply(
         self,
         method: Callable[[Any, np.ndarray, dict[str, np.ndarray], Any], np.ndarray],

@@ -169,6 +169,16 @@ class ResponseModel(ABC):
         """What an error message adds after the type's name for one item (``""``: nothing)."""
         return ""
 
+    def item_summaries(self, intercept: np.ndarray, **params: Any) -> dict[str, np.ndarray]:
+        """Summaries of the type's own item parameters, named, shaped as ``intercept``.
+
+        ``intercept`` is ``(…, item)`` for the type's items (leading draw axes) and
+        ``params`` its item parameters by keyword, as the other methods take them; the
+        analyses summarise each over draws (``rank_items``). Empty for a type whose items
+        are described by their loading and intercept alone.
+        """
+        return {}
+
     # ---------------------------------------------------------------- layout
     def layout_parameters(
         self, layout: Any, columns: np.ndarray, source: Mapping[str, Any] | None

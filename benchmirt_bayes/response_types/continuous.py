@@ -112,6 +112,15 @@ class OrderedBeta(ResponseModel):
         full_precision[..., columns] = precision[..., codes]
         return {"continuous_cutpoints": full_cuts, "continuous_precision": full_precision}
 
+    def item_summaries(self, intercept: np.ndarray, **params: Any) -> dict[str, np.ndarray]:
+        """``p_exact_zero`` and ``p_exact_one``: chances of a score of exactly 0 or 1 at average ability.
+
+        Average ability is ``η = intercept`` (abilities are centred); a large ``p_exact_zero``
+        marks an item most LLMs fail outright (a refusal, a judge's zero).
+        """
+        p_above_zero, p_one = self._parts(np.asarray(intercept, dtype=float), params["cutpoints"])
+        return {"p_exact_zero": 1.0 - p_above_zero, "p_exact_one": p_one}
+
     def simulate_parameters(
         self, layout: Any, columns: np.ndarray, rng: np.random.Generator
     ) -> dict[str, np.ndarray]:

@@ -105,6 +105,18 @@ class GradedLogistic(ResponseModel):
         padded[..., rows, position] = flat
         return {"graded_cutpoints": padded}
 
+    def item_summaries(self, intercept: np.ndarray, **params: Any) -> dict[str, np.ndarray]:
+        """``cutpoint_span``: logits between the lowest and the highest cutpoint (0 for 2 categories).
+
+        A wide span spreads the categories over a wide range of ability; a narrow one makes
+        the item nearly binary.
+        """
+        cutpoints = np.asarray(params["cutpoints"], dtype=float)
+        finite = np.isfinite(cutpoints)
+        highest = np.where(finite, cutpoints, -np.inf).max(axis=-1)
+        lowest = np.where(finite, cutpoints, np.inf).min(axis=-1)
+        return {"cutpoint_span": np.broadcast_to(highest - lowest, np.shape(intercept)).copy()}
+
     def simulation_metadata(self, n_items: int) -> tuple[np.ndarray, np.ndarray]:
         """:data:`SIMULATED_CATEGORIES` categories."""
         return np.full(n_items, SIMULATED_CATEGORIES, dtype=np.int64), np.ones(n_items, dtype=np.int64)
