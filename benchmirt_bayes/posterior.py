@@ -330,17 +330,16 @@ Q_LAYOUT_ATTR = "q_layout"
 mean-field parameters ``q_mean`` / ``q_sd`` (one entry per free variable, unconstrained scale)."""
 
 
-def variational_record(
-    mean: np.ndarray, sd: np.ndarray, layout: list[tuple[str, int, int, tuple[int, ...]]]
-) -> tuple[dict[str, tuple], dict[str, str]]:
-    """``q_mean``, ``q_sd`` over ``q_index`` and the layout attr, for an ADVI fit's ``elbo`` group."""
-    variables = {
-        "q_mean": (("q_index",), np.asarray(mean, float)),
-        "q_sd": (("q_index",), np.asarray(sd, float)),
-    }
-    return variables, {
-        Q_LAYOUT_ATTR: json.dumps([[n, int(a), int(b), list(map(int, s))] for n, a, b, s in layout])
-    }
+def with_variational(
+    elbo: xr.Dataset, mean: np.ndarray, sd: np.ndarray, layout: list[tuple[str, int, int, tuple[int, ...]]]
+) -> xr.Dataset:
+    """An ADVI fit's ``elbo`` record with its mean-field ``q``: ``q_mean``, ``q_sd`` and the layout attr.
+
+    ``layout`` gives each free variable's ``(name, start, stop, shape)`` in the flat vectors.
+    """
+    out = elbo.assign(q_mean=("q_index", np.asarray(mean, float)), q_sd=("q_index", np.asarray(sd, float)))
+    out.attrs[Q_LAYOUT_ATTR] = json.dumps([[n, int(a), int(b), list(map(int, s))] for n, a, b, s in layout])
+    return out
 
 
 def variational_parameters(tree: xr.DataTree, restart: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -11,7 +11,7 @@ import pymc as pm
 import pytensor
 import xarray as xr
 
-from benchmirt_bayes.posterior import CRITERION_LABELS, relative_change, variational_record
+from benchmirt_bayes.posterior import CRITERION_LABELS, relative_change, with_variational
 
 TREND_WINDOWS = 5
 """Windows over which the noise rule fits its linear trend of the loss."""
@@ -104,7 +104,7 @@ class ElboConvergence:
 
 
 @contextmanager
-def _progress(rule: ElboConvergence, enabled: bool, method: str):
+def optimisation_progress(rule: ElboConvergence, enabled: bool, method: str):
     """A progress display that reads as the stopping rule does (PyMC's own is switched off)."""
     if not enabled:
         yield
@@ -134,6 +134,37 @@ def _progress(rule: ElboConvergence, enabled: bool, method: str):
             f"{method.upper()} stopped at its step budget ({rule.max_steps:,} steps) with {rule.label} "
             f"{value:.2g} (tolerance {rule.tolerance:g}){polish}: raise AdviSettings.max_steps"
         )
+
+
+def elbo_record(
+    losses: np.ndarray, rule: ElboConvergence, *, method: str, learning_rate: float
+) -> xr.Dataset:
+    """An ADVI fit's optimisation record: the ELBO per step, the stopping rule and its verdict.
+
+    ``final_criterion`` and ``stopping_rule_fired`` are kept per restart as variables too:
+    the very number the rule compared cannot be recomputed from the record once the
+    polish phase has run.
+    """
+    final = rule.criteria[-1] if rule.criteria else np.nan
+    elbo = xr.Dataset(
+        {"elbo": ("step", -losses)},
+        coords={"step": np.arange(1, losses.size + 1)},
+        attrs={
+            "method": method,
+            "steps": int(losses.size),
+            "max_steps": rule.max_steps,
+            "stopping": rule.stopping,
+            "tolerance": rule.tolerance,
+            "polish_steps": rule.polish_steps,
+            "window": rule.window,
+            "learning_rate": learning_rate,
+            "stopping_rule_fired": int(rule.fired),
+            "final_criterion": final,
+        },
+    )
+    elbo["final_criterion"] = xr.DataArray(final)
+    elbo["stopping_rule_fired"] = xr.DataArray(bool(rule.fired))
+    return elbo
 
 
 @dataclass(frozen=True)
@@ -178,7 +209,7 @@ def run_advi(
     level = quiet.level
     quiet.setLevel(logging.WARNING)  # "Interrupted at 799 [3%]" reads as a failure; ours says what happened
     try:
-        with model, _progress(rule, progressbar, method):
+        with model, optimisation_progress(rule, progressbar, method):
             approx = pm.fit(
                 n=max_steps + polish_steps,
                 method=method,
@@ -193,32 +224,9 @@ def run_advi(
             tree = approx.sample(draws, random_seed=seed + 1)
     finally:
         quiet.setLevel(level)
-    losses = np.asarray(approx.hist, dtype=float)
-    final = rule.criteria[-1] if rule.criteria else np.nan
-    elbo = xr.Dataset(
-        {"elbo": ("step", -losses)},
-        coords={"step": np.arange(1, losses.size + 1)},
-        attrs={
-            "method": method,
-            "steps": int(losses.size),
-            "max_steps": max_steps,
-            "stopping": stopping,
-            "tolerance": tolerance,
-            "polish_steps": polish_steps,
-            "window": window,
-            "learning_rate": learning_rate,
-            "stopping_rule_fired": int(rule.fired),
-            "final_criterion": final,
-        },
-    )
-    # per restart, the very number the stopping rule compared (it cannot be recomputed from
-    # the record once the polish phase has run)
-    elbo["final_criterion"] = xr.DataArray(final)
-    elbo["stopping_rule_fired"] = xr.DataArray(bool(rule.fired))
+    elbo = elbo_record(np.asarray(approx.hist, dtype=float), rule, method=method, learning_rate=learning_rate)
     if method == "advi":  # the mean-field q itself, for its Pareto k̂ (check_convergence)
         group = approx.groups[0]
         layout = [(name, s.start, s.stop, tuple(shape)) for name, s, shape, _ in group.ordering.values()]
-        variables, attrs = variational_record(approx.mean.eval(), approx.std.eval(), layout)
-        elbo = elbo.assign(variables)
-        elbo.attrs.update(attrs)
+        elbo = with_variational(elbo, approx.mean.eval(), approx.std.eval(), layout)
     return AdviResult(tree["posterior"].to_dataset(), elbo)

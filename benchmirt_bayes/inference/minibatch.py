@@ -34,13 +34,13 @@ import pymc as pm
 import xarray as xr
 
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
-from benchmirt_bayes.inference.advi import POLISH_FACTOR, ElboConvergence, _progress
+from benchmirt_bayes.inference.advi import POLISH_FACTOR, ElboConvergence, elbo_record, optimisation_progress
 from benchmirt_bayes.inference.fit import RawFit, assemble_posterior, optimisation_start
 from benchmirt_bayes.inference.initialisation import jittered_start
 from benchmirt_bayes.inference.settings import AdviSettings, FitSettings, coerce_settings, positive_int
 from benchmirt_bayes.model.pymc_model import build_model
 from benchmirt_bayes.model.spec import ModelSpec, load_spec
-from benchmirt_bayes.posterior import KEPT_VARIABLES, variational_record
+from benchmirt_bayes.posterior import KEPT_VARIABLES, with_variational
 from benchmirt_bayes.response_types.base import linear_predictor
 from benchmirt_bayes.response_types.binary import BINARY
 from benchmirt_bayes.simulation.streaming import CellSource, MatrixSource, import_jax
@@ -143,7 +143,7 @@ def fit_minibatch_advi(
     start_point = _unconstrained_start(model, responses, settings, seed)
     params = {
         "mu": jnp.asarray(layout.flatten(start_point), dtype=jnp.float32),
-        "rho": jnp.zeros(layout.size, dtype=jnp.float32),  # sd = softplus(0), as PyMC's MeanField
+        "rho": jnp.zeros(layout.size, dtype=jnp.float32),  # sd = log 2 at the start, as PyMC's MeanField
     }
     state = {
         "m": {k: jnp.zeros_like(v) for k, v in params.items()},
@@ -170,7 +170,7 @@ def fit_minibatch_advi(
     blocks = _BlockOrder(n_items, item_batch, rng)
     done = 0
     started = time.perf_counter()
-    with _progress(rule, progressbar, METHOD):
+    with optimisation_progress(rule, progressbar, METHOD):
         for i in range(total):
             key, sub = jax.random.split(key)
             cols = blocks.next()
@@ -192,12 +192,17 @@ def fit_minibatch_advi(
             "minibatch ADVI diverged (a non-finite ELBO); lower AdviSettings.learning_rate"
         )
     mu = np.asarray(params["mu"], dtype=float)
-    sd = np.log1p(np.exp(np.asarray(params["rho"], dtype=float)))
+    sd = mean_field_sd(np.asarray(params["rho"], dtype=float), np)
     posterior = _draws(model, layout, mu, sd, advi_settings.draws, seed)
     raw = RawFit(
         posterior,
         xr.Dataset(coords={"chain": [0], "draw": np.arange(advi_settings.draws)}),
-        _elbo_record(losses[:done], rule, advi_settings, layout, mu, sd),
+        with_variational(
+            elbo_record(losses[:done], rule, method=METHOD, learning_rate=advi_settings.learning_rate),
+            mu,
+            sd,
+            layout.entries,
+        ),
         seconds,
         seed,
     )
@@ -280,6 +285,11 @@ class _FlatLayout:
         ]
 
 
+def mean_field_sd(rho: Any, xp: Any) -> Any:
+    """The SD of PyMC's ``MeanField`` from its unconstrained parameter: ``log(1 + e^ρ)``."""
+    return xp.log1p(xp.exp(rho))
+
+
 # ------------------------------------------------------------------ the step
 def _make_step(model: pm.Model, layout: _FlatLayout, source: CellSource, scale: float) -> Any:
     """One Adam step on a one-sample ELBO estimate from one block of items (to be jitted)."""
@@ -295,7 +305,7 @@ def _make_step(model: pm.Model, layout: _FlatLayout, source: CellSource, scale: 
     beta1, beta2, eps = ADAM
 
     def negative_elbo(params: dict, key: Any, cols: Any) -> Any:
-        sd = jax.nn.softplus(params["rho"])
+        sd = mean_field_sd(params["rho"], jnp)
         z = params["mu"] + sd * jax.random.normal(key, sd.shape, dtype=sd.dtype)
         parts = layout.split(z)
         prior = prior_logp(*parts)[0]
@@ -370,40 +380,6 @@ def _draws(
         data,
         coords={"chain": [0], "draw": np.arange(draws), **{k: v for k, v in coords.items() if k in used}},
     )
-
-
-def _elbo_record(
-    losses: np.ndarray,
-    rule: ElboConvergence,
-    settings: AdviSettings,
-    layout: _FlatLayout,
-    mu: np.ndarray,
-    sd: np.ndarray,
-) -> xr.Dataset:
-    """The optimisation record in ``fit_posterior``'s ADVI form (one value per step, and ``q``)."""
-    final = rule.criteria[-1] if rule.criteria else np.nan
-    elbo = xr.Dataset(
-        {"elbo": ("step", -losses)},
-        coords={"step": np.arange(1, losses.size + 1)},
-        attrs={
-            "method": METHOD,
-            "steps": int(losses.size),
-            "max_steps": settings.max_steps,
-            "stopping": settings.stopping,
-            "tolerance": settings.tolerance,
-            "polish_steps": settings.polish_steps,
-            "window": settings.window,
-            "learning_rate": settings.learning_rate,
-            "stopping_rule_fired": int(rule.fired),
-            "final_criterion": final,
-        },
-    )
-    elbo["final_criterion"] = xr.DataArray(final)
-    elbo["stopping_rule_fired"] = xr.DataArray(bool(rule.fired))
-    variables, attrs = variational_record(mu, sd, layout.entries)
-    elbo = elbo.assign(variables)
-    elbo.attrs.update(attrs)
-    return elbo
 
 
 # ------------------------------------------------------------------ sources and devices
