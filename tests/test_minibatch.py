@@ -168,6 +168,8 @@ def test_a_source_too_large_to_hold_is_fitted_without_its_matrix(monkeypatch):
 def test_bad_settings_are_refused(stream):
     with pytest.raises(ValueError, match="item_batch"):
         fit_minibatch_advi(stream, 2, item_batch=0, progressbar=False)
+    with pytest.raises(ValueError, match="one start"):
+        fit_minibatch_advi(stream, 2, advi={"starts": 2}, progressbar=False)
     with pytest.raises(ValueError, match="anchors"):
         fit_minibatch_advi(
             StreamingSimulation(n_llms=200_000, n_items=1_000, seed=1),

@@ -113,7 +113,8 @@ def fit_minibatch_advi(
     ------
     ValueError
         For data with other than 0/1 items (the block likelihood is the Bernoulli logit),
-        bad block or device settings, or ``anchors = "auto"`` on a streamed source.
+        bad block or device settings, more than one ADVI start, or ``anchors = "auto"`` on a
+        streamed source.
 
     """
     import jax
@@ -133,6 +134,8 @@ def fit_minibatch_advi(
     item_batch = min(item_batch, n_items)
     responses = _source_matrix(source)
     settings = _fit_settings(n_dims, spec, advi)
+    if settings.advi.starts > 1:
+        raise ValueError("the minibatch path runs one start (AdviSettings.starts=1); compare seeds instead")
     model_spec = settings.spec
     if responses is None and model_spec.anchors == "auto":
         raise ValueError("anchors = 'auto' chooses anchors from the whole matrix; name the anchor benchmarks")
