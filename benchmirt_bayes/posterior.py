@@ -21,10 +21,10 @@ from benchmirt_bayes.model.layout import ItemParameters, ResponseLayout
 from benchmirt_bayes.model.spec import ModelSpec
 from benchmirt_bayes.response_types import (
     DEFAULT_TYPE,
-    RESPONSE_MODELS,
     draw_variables,
     response_model,
     type_variables,
+    whole_numbers,
 )
 from benchmirt_bayes.response_types.base import cell_linear_predictor, linear_predictor
 
@@ -133,7 +133,7 @@ def observed_dataset(responses: ResponseMatrix) -> xr.Dataset:
     its range keeps float64, so that a reloaded fit sees the very values (and data hash) it
     was fitted on.
     """
-    exact = all(RESPONSE_MODELS[name].whole_numbers for name in set(responses.response_types))
+    exact = bool(whole_numbers(responses.response_types).all())
     dtype = np.float32 if exact else np.float64
     data = responses.data.astype(dtype).rename("correct")
     for name in (*responses.item_coords, *responses.llm_coords):

@@ -227,9 +227,11 @@ def test_every_module_is_in_the_module_map():
     assert not missing, f"modules missing from ARCHITECTURE.md's module map: {missing}"
 
 
-# a response probability, a log-likelihood or an item summary written by hand
+# a response probability, a log-likelihood or an item summary written by hand (a library's
+# logistic such as ``jax.nn.sigmoid`` counts; a call of the package's own ``sigmoid``/``softplus``
+# from ``response_types.base`` does not)
 RESPONSE_FORMULAS = re.compile(
-    r"expit\(|sigmoid|1(\.0)? */ *\(1(\.0)? *\+ *\w*\.?exp\(|logaddexp|softplus|"
+    r"expit\(|\.sigmoid\(|1(\.0)? */ *\(1(\.0)? *\+ *\w*\.?exp\(|logaddexp|\.softplus\(|"
     r"np\.linalg\.norm\(|\* *\(1(\.0)? *- *prob|\(\s*loading\s*\*\*\s*2\s*\)\.sum"
 )
 FORMULA_HOMES = "response_types/"
@@ -248,8 +250,35 @@ def test_response_formulas_live_only_in_the_response_model_layer():
     assert not offenders, "\n".join(offenders)
 
 
+# the logistic function and its log form are written once, in the response types' base module
+# (the fused kernel keeps its own inside its numba loop); every type calls them from there
+LOGISTIC = re.compile(r"expit\(|1(\.0)? */ *\(1(\.0)? *\+ *\w*\.?exp\(|logaddexp\(0|\blog1p\(\w*\.?exp\(")
+LOGISTIC_HOMES = ("response_types/base.py", "response_types/fused_logit.py")
+
+
+def test_the_logistic_function_is_written_once():
+    offenders = []
+    for path in _modules():
+        name = path.relative_to(PACKAGE).as_posix()
+        if name in LOGISTIC_HOMES:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if LOGISTIC.search(code) and not code.strip().startswith(('"', "``", "'")):
+                offenders.append(f"{name}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+    assert LOGISTIC.search("p = expit(eta)") and LOGISTIC.search("s = xp.log1p(xp.exp(rho))")
+
+
 @pytest.mark.parametrize(
-    "line", ["p = expit(eta)", "q = 1 / (1 + np.exp(-x))", "n = np.linalg.norm(a, axis=1)"]
+    "line",
+    [
+        "p = expit(eta)",
+        "q = 1 / (1 + np.exp(-x))",
+        "n = np.linalg.norm(a, axis=1)",
+        "sd = jax.nn.softplus(rho)",
+        "p = pt.sigmoid(x)",
+    ],
 )
 def test_the_formula_check_recognises_hand_written_copies(line):
     assert RESPONSE_FORMULAS.search(line)

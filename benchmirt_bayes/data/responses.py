@@ -23,10 +23,10 @@ from benchmirt_bayes.dims import ITEM_DIM, LLM_DIM
 from benchmirt_bayes.errors import ResponseDataError, limit_listing
 from benchmirt_bayes.response_types import (
     DEFAULT_TYPE,
-    RESPONSE_MODELS,
     RESPONSE_TYPES,
     response_model,
     type_columns,
+    whole_numbers,
 )
 
 REQUIRED_ITEM_COORDS = ("benchmark", "subgroup")
@@ -567,7 +567,7 @@ def typed_value_problems(
     observed = ~np.isnan(values)
     whole = np.where(observed, values == np.round(values), True)
     upper = matrix.score_scale
-    integral = np.array([RESPONSE_MODELS[t].whole_numbers for t in types], dtype=bool)
+    integral = whole_numbers(types)
     with np.errstate(invalid="ignore"):
         bad = observed & ((values < 0) | (values > upper[None, :]) | (integral[None, :] & ~whole))
     problems = []

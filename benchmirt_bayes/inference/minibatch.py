@@ -41,7 +41,7 @@ from benchmirt_bayes.inference.settings import AdviSettings, FitSettings, coerce
 from benchmirt_bayes.model.pymc_model import build_model
 from benchmirt_bayes.model.spec import ModelSpec, load_spec
 from benchmirt_bayes.posterior import KEPT_VARIABLES, with_variational
-from benchmirt_bayes.response_types.base import linear_predictor
+from benchmirt_bayes.response_types.base import linear_predictor, softplus
 from benchmirt_bayes.response_types.binary import BINARY
 from benchmirt_bayes.simulation.streaming import CellSource, MatrixSource, import_jax
 
@@ -289,8 +289,8 @@ class _FlatLayout:
 
 
 def mean_field_sd(rho: Any, xp: Any) -> Any:
-    """The SD of PyMC's ``MeanField`` from its unconstrained parameter: ``log(1 + e^ρ)``."""
-    return xp.log1p(xp.exp(rho))
+    """The SD of PyMC's ``MeanField`` from its unconstrained parameter: ``softplus(ρ)``."""
+    return softplus(rho, xp)
 
 
 # ------------------------------------------------------------------ the step

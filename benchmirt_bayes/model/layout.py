@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 
 from benchmirt_bayes.data.responses import ResponseMatrix, score_scale
-from benchmirt_bayes.response_types import DEFAULT_TYPE, RESPONSE_MODELS, response_model, type_columns
+from benchmirt_bayes.response_types import (
+    DEFAULT_TYPE,
+    RESPONSE_MODELS,
+    response_model,
+    type_columns,
+    whole_numbers,
+)
 
 DEFAULT_MODEL = response_model(DEFAULT_TYPE)
 ItemParameters = dict[str, np.ndarray]
@@ -88,7 +94,7 @@ class ResponseLayout:
     @property
     def whole_numbers(self) -> np.ndarray:
         """Whether each item's responses are whole numbers (its type's declaration)."""
-        return np.array([RESPONSE_MODELS[name].whole_numbers for name in self.types], dtype=bool)
+        return whole_numbers(self.types)
 
     def take(self, columns: np.ndarray) -> ResponseLayout:
         """The layout of a subset of item columns."""

@@ -43,6 +43,11 @@ def type_columns(types: np.ndarray) -> dict[str, np.ndarray]:
     return {name: np.flatnonzero(types == name) for name in RESPONSE_MODELS if (types == name).any()}
 
 
+def whole_numbers(types: np.ndarray) -> np.ndarray:
+    """Whether each item's responses are whole numbers, from its type's declaration."""
+    return np.array([RESPONSE_MODELS[name].whole_numbers for name in np.asarray(types)], dtype=bool)
+
+
 def type_variables() -> tuple[str, ...]:
     """Posterior variables the registered types' PyMC terms add, in registry order."""
     return tuple(v for model in RESPONSE_MODELS.values() for v in model.variables)
@@ -62,4 +67,5 @@ __all__ = [
     "response_model",
     "type_columns",
     "type_variables",
+    "whole_numbers",
 ]

@@ -238,13 +238,23 @@ def cell_eta(
     return cell_linear_predictor(ability[rows], loading[cols], intercept[cols])
 
 
-def sigmoid(x: Any, xp: Any) -> Any:
-    """``σ(x)`` in the namespace ``xp``."""
+def sigmoid(x: Any, xp: Any = np) -> Any:
+    """The logistic function ``σ(x) = 1 / (1 + e^{−x})`` in the namespace ``xp``.
+
+    The one place it is written (the fused kernel has its own, inside its numba loop):
+    SciPy's ``expit`` for NumPy, PyTensor's ``sigmoid`` inside model graphs, and the plain
+    formula for JAX.
+    """
     if xp is np:
         return expit(x)
     if xp is PYTENSOR:
         return pt.sigmoid(x)
     return 1.0 / (1.0 + xp.exp(-x))
+
+
+def softplus(x: Any, xp: Any = np) -> Any:
+    """``log(1 + e^x)``, stably, in the namespace ``xp`` (PyTensor's fusable ``softplus`` in graphs)."""
+    return xp.logaddexp(0.0, x)
 
 
 def gammaln_of(xp: Any) -> Any:

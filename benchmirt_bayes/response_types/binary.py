@@ -8,10 +8,16 @@ from typing import Any
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from scipy.special import expit
 
 from benchmirt_bayes.dims import ITEM_DIM, LLM_DIM
-from benchmirt_bayes.response_types.base import PYTENSOR, LikelihoodForm, ResponseModel, linear_predictor
+from benchmirt_bayes.response_types.base import (
+    PYTENSOR,
+    LikelihoodForm,
+    ResponseModel,
+    linear_predictor,
+    sigmoid,
+    softplus,
+)
 from benchmirt_bayes.response_types.fused_logit import encode_responses, fused_loglik
 
 
@@ -34,9 +40,7 @@ class BinaryLogistic(ResponseModel):
 
     def expected_score(self, eta: Any, xp: Any = np, **params: Any) -> Any:
         """``σ(η)``."""
-        if xp is np:
-            return expit(eta)
-        return 1.0 / (1.0 + xp.exp(-eta))
+        return sigmoid(eta, xp)
 
     def variance(self, eta: Any, **params: Any) -> np.ndarray:
         """``σ(η) (1 − σ(η))``."""
@@ -45,21 +49,21 @@ class BinaryLogistic(ResponseModel):
     def log_likelihood_moments(self, eta: Any, **params: Any) -> tuple[np.ndarray, np.ndarray]:
         """``E = p log p + (1 − p) log(1 − p)``, ``Var = p (1 − p) η²`` (``log p − log(1 − p) = η``)."""
         eta = np.asarray(eta, dtype=float)
-        prob = expit(eta)
+        prob = sigmoid(eta)
         mean = prob * self.log_likelihood(1.0, eta) + (1.0 - prob) * self.log_likelihood(0.0, eta)
         return mean, prob * (1.0 - prob) * eta**2
 
     def log_likelihood(self, y: Any, eta: Any, xp: Any = np, **params: Any) -> Any:
         """``y η − log(1 + e^η)``."""
-        return y * eta - xp.logaddexp(0.0, eta)
+        return y * eta - softplus(eta, xp)
 
     def score_residual(self, y: Any, eta: Any, **params: Any) -> np.ndarray:
         """``y − σ(η)``."""
-        return y - expit(eta)
+        return y - sigmoid(eta)
 
     def information_weight(self, eta: Any, **params: Any) -> np.ndarray:
         """``σ(η) (1 − σ(η))``."""
-        prob = expit(eta)
+        prob = sigmoid(eta)
         return prob * (1.0 - prob)
 
     def draw(
@@ -71,7 +75,7 @@ class BinaryLogistic(ResponseModel):
     ) -> np.ndarray:
         """``u < σ(η)`` for uniforms ``u``, as int8."""
         shape = np.shape(eta) if size is None else size
-        return (rng.random(shape) < expit(eta)).astype(np.int8)
+        return (rng.random(shape) < sigmoid(eta)).astype(np.int8)
 
     def pymc_term(
         self,

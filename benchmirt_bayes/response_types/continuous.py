@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
-from scipy.special import expit
 
 from benchmirt_bayes.response_types.base import (
     PYTENSOR,
@@ -21,6 +20,7 @@ from benchmirt_bayes.response_types.base import (
     local_codes,
     observed_cells,
     required_variable,
+    sigmoid,
 )
 from benchmirt_bayes.response_types.cutpoints import (
     category_bounds,
@@ -149,21 +149,21 @@ class OrderedBeta(ResponseModel):
         return data, coords
 
     def _parts(self, eta: Any, cutpoints: Any, xp: Any = np) -> tuple[Any, Any]:
-        p_above_zero = 1.0 / (1.0 + xp.exp(cutpoints[..., 0] - eta))
-        p_one = 1.0 / (1.0 + xp.exp(cutpoints[..., 1] - eta))
+        p_above_zero = sigmoid(eta - cutpoints[..., 0], xp)
+        p_one = sigmoid(eta - cutpoints[..., 1], xp)
         return p_above_zero, p_one
 
     def expected_score(self, eta: Any, xp: Any = np, **params: Any) -> Any:
         """``P(y = 1) + P(0 < y < 1) σ(η)``."""
         p_above_zero, p_one = self._parts(eta, params["cutpoints"], xp)
-        mean = 1.0 / (1.0 + xp.exp(-eta))
+        mean = sigmoid(eta, xp)
         return p_one + (p_above_zero - p_one) * mean
 
     def variance(self, eta: Any, **params: Any) -> np.ndarray:
         """``E[y²] − E[y]²`` with ``E[y²] = P(1) + P(0 < y < 1) (μ(1 − μ)/(φ + 1) + μ²)``."""
         eta = np.asarray(eta, dtype=float)
         p_above_zero, p_one = self._parts(eta, params["cutpoints"])
-        mean, precision = expit(eta), params["precision"]
+        mean, precision = sigmoid(eta), params["precision"]
         inside = p_above_zero - p_one
         first = p_one + inside * mean
         second = p_one + inside * (mean * (1.0 - mean) / (precision + 1.0) + mean**2)
@@ -179,7 +179,7 @@ class OrderedBeta(ResponseModel):
         """:meth:`log_likelihood` given the cutpoints around each score's part."""
         inside = xp.equal(score_part(y), 1)
         safe = xp.where(inside, y, 0.5)
-        mean = 1.0 / (1.0 + xp.exp(-eta))
+        mean = sigmoid(eta, xp)
         density = beta_log_density(safe, mean, precision, xp)
         return interval_log_probability(lower, upper, eta, xp) + xp.where(inside, density, 0.0)
 
@@ -197,7 +197,7 @@ class OrderedBeta(ResponseModel):
         parts = np.stack([1.0 - p_above_zero, p_above_zero - p_one, p_one], axis=-1)
         with np.errstate(divide="ignore"):
             logp = np.where(parts > 0, np.log(np.where(parts > 0, parts, 1.0)), 0.0)
-        mean_mu, precision = expit(eta), params["precision"]
+        mean_mu, precision = sigmoid(eta), params["precision"]
         alpha, beta = mean_mu * precision, (1.0 - mean_mu) * precision
         total = alpha + beta
         d_mean = (
@@ -224,7 +224,7 @@ class OrderedBeta(ResponseModel):
         y = np.asarray(y, dtype=float)
         part = score_part(y)
         lower, upper = category_bounds(part, cutpoints)
-        mean = expit(eta)
+        mean = sigmoid(eta)
         inside = part == 1
         logit_y = logit(np.where(inside, y, 0.5))
         beta_score = (
@@ -243,7 +243,7 @@ class OrderedBeta(ResponseModel):
         eta = np.asarray(eta, dtype=float)
         discrete = discrete_information(eta, cutpoints)
         p_above_zero, p_one = self._parts(eta, cutpoints)
-        mean = expit(eta)
+        mean = sigmoid(eta)
         trigamma = polygamma(1, mean * precision) + polygamma(1, (1 - mean) * precision)
         beta_info = precision**2 * trigamma * (mean * (1 - mean)) ** 2
         return discrete + (p_above_zero - p_one) * beta_info
@@ -262,7 +262,7 @@ class OrderedBeta(ResponseModel):
         eta = np.broadcast_to(eta, shape)
         p_above_zero, p_one = self._parts(eta, cutpoints)
         u = rng.random(shape)
-        mean = expit(eta)
+        mean = sigmoid(eta)
         phi = np.broadcast_to(precision, shape)
         interior = rng.beta(mean * phi, (1 - mean) * phi)
         interior = np.clip(interior, 1e-9, 1 - 1e-9)

@@ -8,7 +8,6 @@ from typing import Any, ClassVar
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from scipy.special import expit
 
 from benchmirt_bayes.response_types.base import (
     LikelihoodForm,
@@ -17,6 +16,8 @@ from benchmirt_bayes.response_types.base import (
     discrete_moments,
     gammaln_of,
     observed_cells,
+    sigmoid,
+    softplus,
 )
 from benchmirt_bayes.response_types.binary import BINARY
 
@@ -85,11 +86,11 @@ class BinomialLogistic(ResponseModel):
         n = params["n_trials"]
         gammaln = gammaln_of(xp)
         choose = gammaln(n + 1.0) - gammaln(y + 1.0) - gammaln(n - y + 1.0)
-        return y * eta - n * xp.logaddexp(0.0, eta) + choose
+        return y * eta - n * softplus(eta, xp) + choose
 
     def score_residual(self, y: Any, eta: Any, **params: Any) -> np.ndarray:
         """``y − n σ(η)``."""
-        return y - params["n_trials"] * expit(eta)
+        return y - params["n_trials"] * sigmoid(eta)
 
     def information_weight(self, eta: Any, **params: Any) -> np.ndarray:
         """``n σ(η)(1 − σ(η))``."""
@@ -109,7 +110,7 @@ class BinomialLogistic(ResponseModel):
         """Binomial draws."""
         shape = np.broadcast_shapes(np.shape(eta), np.shape(params["n_trials"])) if size is None else size
         trials = np.broadcast_to(np.asarray(params["n_trials"]).astype(np.int64), shape)
-        return rng.binomial(trials, expit(np.broadcast_to(eta, shape)))
+        return rng.binomial(trials, sigmoid(np.broadcast_to(eta, shape)))
 
     def pymc_term(
         self,

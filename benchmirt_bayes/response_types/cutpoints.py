@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pytensor.tensor as pt
-from scipy.special import expit
 
 from benchmirt_bayes.response_types.base import PYTENSOR, sigmoid
 
@@ -34,7 +33,7 @@ def interval_log_probability(lower: Any, upper: Any, eta: Any, xp: Any = np) -> 
 
 def interval_score(lower: Any, upper: Any, eta: np.ndarray) -> np.ndarray:
     """``∂/∂η log(σ(a) − σ(b)) = 1 − σ(a) − σ(b)`` with ``a = η − lower``, ``b = η − upper``."""
-    return 1.0 - expit(eta - lower) - expit(eta - upper)
+    return 1.0 - sigmoid(eta - lower) - sigmoid(eta - upper)
 
 
 def bounded_cutpoints(cutpoints: Any, xp: Any = np) -> Any:
@@ -75,7 +74,7 @@ def cell_bounds(
 
 def category_probabilities(eta: np.ndarray, cutpoints: np.ndarray) -> np.ndarray:
     """``P(y = k)`` for every category ``k`` (last axis; padded categories get 0)."""
-    at_least = expit(eta[..., None] - cutpoints)  # P(y ≥ k), k = 1 … C
+    at_least = sigmoid(eta[..., None] - cutpoints)  # P(y ≥ k), k = 1 … C
     ones = np.ones_like(at_least[..., :1])
     zeros = np.zeros_like(ones)
     upper = np.concatenate([ones, at_least], axis=-1)
@@ -84,7 +83,7 @@ def category_probabilities(eta: np.ndarray, cutpoints: np.ndarray) -> np.ndarray
 
 def discrete_information(eta: np.ndarray, cutpoints: np.ndarray) -> np.ndarray:
     """``Σ_k (∂P_k/∂η)² / P_k`` over the categories a set of ordered cutpoints defines."""
-    at_least = expit(eta[..., None] - cutpoints)
+    at_least = sigmoid(eta[..., None] - cutpoints)
     slope = at_least * (1.0 - at_least)
     zeros = np.zeros_like(slope[..., :1])
     upper_slope = np.concatenate([zeros, slope], axis=-1)

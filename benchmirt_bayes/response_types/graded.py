@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from scipy.special import expit
 
 from benchmirt_bayes.response_types.base import (
     PYTENSOR,
@@ -20,6 +19,7 @@ from benchmirt_bayes.response_types.base import (
     local_codes,
     observed_cells,
     required_variable,
+    sigmoid,
 )
 from benchmirt_bayes.response_types.cutpoints import (
     category_bounds,
@@ -141,9 +141,7 @@ class GradedLogistic(ResponseModel):
     def expected_score(self, eta: Any, xp: Any = np, **params: Any) -> Any:
         """``Σ_k P(y ≥ k)`` (in categories)."""
         cutpoints = params["cutpoints"]
-        if xp is np:
-            return expit(eta[..., None] - cutpoints).sum(axis=-1)
-        return (1.0 / (1.0 + xp.exp(cutpoints - eta[..., None]))).sum(axis=-1)
+        return sigmoid(eta[..., None] - cutpoints, xp).sum(axis=-1)
 
     def log_likelihood_moments(self, eta: Any, **params: Any) -> tuple[np.ndarray, np.ndarray]:
         """Exact sums over the categories."""
@@ -183,7 +181,7 @@ class GradedLogistic(ResponseModel):
         **params: Any,
     ) -> np.ndarray:
         """The number of cutpoints a logistic latent response passes."""
-        at_least = expit(eta[..., None] - params["cutpoints"])
+        at_least = sigmoid(eta[..., None] - params["cutpoints"])
         shape = at_least.shape[:-1] if size is None else tuple(size)
         return (rng.random((*shape, 1)) < at_least).sum(axis=-1).astype(np.int16)
 
