@@ -1,6 +1,7 @@
 """Speed harness: this package's NUTS and ADVI against a straightforward PyMC model, same data, same run.
 
-Each configuration runs in its own subprocess (so peak memory is its own) on a fixed
+Each configuration runs in its own subprocess (so peak memory is its own; ``--smoke``
+runs them all in one process, as a check that each runs) on a fixed
 90/10 cell split of the simulated data at size S (100 × 1k), M (100 × 5k) or L (the
 built-in 100 × 34k set). Reported per configuration: wall time, leapfrog steps per
 second (kept draws only: a lower bound on gradient evaluations per second) and per draw,
@@ -308,6 +309,9 @@ def main() -> None:
     rows = []
     for size in args.sizes:
         for config in args.configs:
+            if args.smoke:  # a check that every configuration runs: in this process, no isolation
+                rows.append(run_in_process(config, size, args))
+                continue
             command = [sys.executable, __file__, "--one", f"{config}:{size}", "--chains", str(args.chains)]
             command += ["--draws", str(args.draws), "--tune", str(args.tune)] + (
                 ["--smoke"] if args.smoke else []
@@ -331,6 +335,20 @@ def main() -> None:
     header = f"Measured {stamp} on {os.cpu_count()} CPU cores; {settings}\n\n"
     (out / "harness.md").write_text(header + markdown_table(table.round(4)) + "\n")
     print(header + table.round(3).to_string(index=False))
+
+
+def run_in_process(config: str, size: str, args: argparse.Namespace) -> dict:
+    """One configuration in this process (``--smoke``): its error, if any, becomes the row's."""
+    extra = {"pyirt_python": args.pyirt_python, "pyirt_epochs": args.pyirt_epochs}
+    if args.save_fits:
+        extra["save_to"] = Path(args.out) / "fits" / f"{size}_{config}.nc"
+    try:
+        row = run_one(config, size, args.smoke, args.chains, args.draws, args.tune, **extra)
+    except Exception as error:  # the table records it, as for a failed subprocess
+        print(f"{size} {config}: {error!r}", file=sys.stderr)
+        return {"size": size, "config": config, "error": type(error).__name__}
+    print(f"{size} {config}: {row.get('wall_s', float('nan')):.1f} s", flush=True)
+    return row
 
 
 def markdown_table(table: pd.DataFrame) -> str:
