@@ -90,7 +90,7 @@ def choose(fit, rule: str, size: int, seed: int, scores: dict) -> list[str]:
     if size >= n_items:
         return list(fit["posterior"]["item"].values.astype(str))
     if rule == "stepwise":
-        return list(select_for_scores(fit, scores, n_items=size))
+        return list(select_for_scores(fit, scores, per_benchmark=size))
     return list(select_items(fit, n_items=size, method=rule, seed=seed, n_draws=50))
 
 
@@ -200,7 +200,7 @@ def joint(quick: bool, folds: int, seed: int, log) -> pd.DataFrame:
             if per_bench is None:
                 items = list(responses.items)
             elif rule == "stepwise":
-                items = list(select_for_scores(fit, scores, n_items=per_bench))
+                items = list(select_for_scores(fit, scores, per_benchmark=per_bench))
             else:
                 rng = np.random.default_rng(seed + fold)
                 items = [

@@ -319,13 +319,16 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("fit", help="a fit written by 'benchmirt fit'")
     size = select.add_mutually_exclusive_group(required=True)
     size.add_argument("--fraction", type=_fraction, help="share of items to keep")
-    size.add_argument("--n-items", type=_positive_int, help="number of items to keep")
+    size.add_argument("--n-items", type=_positive_int, help="number of items to keep in all")
+    size.add_argument(
+        "--per-benchmark", type=_positive_int, help="stepwise: number of items to keep in each benchmark"
+    )
     select.add_argument(
         "--method",
         default="information",
         choices=["published", "information", "random", "stepwise"],
         help="stepwise: the items that best predict full-benchmark scores (needs --full-scores; "
-        "the size is then per benchmark)",
+        "its size is --per-benchmark or --fraction of each benchmark)",
     )
     select.add_argument(
         "--full-scores", default=None, help="stepwise: CSV with an llm column and one column per benchmark"
@@ -628,7 +631,7 @@ def _select(args: argparse.Namespace) -> int:
         from benchmirt_bayes.analyses.score_selection import select_for_scores
 
         scores = _read_full_scores(args.full_scores, args.llm_col)
-        kept = select_for_scores(fit, scores, n_items=args.n_items, fraction=args.fraction)
+        kept = select_for_scores(fit, scores, per_benchmark=args.per_benchmark, fraction=args.fraction)
     else:
         kept = select_items(
             fit,
@@ -718,8 +721,14 @@ def _check_select(args: argparse.Namespace) -> None:
         readable(args.full_scores, "full scores")
         if args.dimension is not None:
             raise UsageError("--dimension does not apply to --method stepwise (it selects per benchmark)")
+        if args.n_items is not None:
+            raise UsageError(
+                "--method stepwise keeps items in each benchmark: give --per-benchmark or --fraction"
+            )
     elif args.full_scores is not None:
         raise UsageError("--full-scores is used only by --method stepwise")
+    elif args.per_benchmark is not None:
+        raise UsageError("--per-benchmark is used only by --method stepwise (else --n-items is the total)")
     writable_file(args.out, (".json", ".txt", ".csv"))
 
 

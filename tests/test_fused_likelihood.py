@@ -93,3 +93,18 @@ def test_auto_resolves_to_fused_or_dense_for_jax(tiny_sim):
     values = responses.values.copy()
     values[np.random.default_rng(0).random(values.shape) < 0.6] = np.nan
     assert resolve_likelihood(responses.with_values(values), "auto") == "cells"
+
+
+def test_a_compiled_graph_with_the_kernel_goes_into_pytensors_numba_cache(monkeypatch):
+    """Without a cache key, every model holding the Op compiled from scratch, even on the same data."""
+    from pytensor.link.numba.dispatch.basic import numba_funcify_and_cache_key
+
+    from benchmirt_bayes.response_types import fused_logit
+
+    responses = pt.matrix("responses", dtype="int8")
+    node = fused_logit.fused_bernoulli_logit(responses, pt.dmatrix(), pt.dmatrix(), pt.dvector())[0].owner
+    _, key = numba_funcify_and_cache_key(node.op, node=node)
+    assert key is not None
+    monkeypatch.setattr(fused_logit, "KERNEL_VERSION", fused_logit.KERNEL_VERSION + 1)
+    _, edited = numba_funcify_and_cache_key(node.op, node=node)
+    assert edited not in (None, key)  # an edited kernel never reads an older one's cache

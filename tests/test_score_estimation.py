@@ -200,7 +200,7 @@ def test_single_index_form_follows_a_curved_link_that_the_additive_form_cannot()
 @pytest.mark.slow
 def test_stepwise_items_predict_held_out_full_scores_better_than_random_items(setting):
     _, reduced, full, train, test, fit = setting
-    stepwise = list(select_for_scores(fit, full.loc[train], n_items=6))
+    stepwise = list(select_for_scores(fit, full.loc[train], per_benchmark=6))
     bench = reduced.data["benchmark"].to_series()
     assert bench.loc[stepwise].value_counts().max() <= 6
     assert set(bench.loc[stepwise]) == set(reduced.benchmark_names)
@@ -217,7 +217,7 @@ def test_stepwise_items_predict_held_out_full_scores_better_than_random_items(se
 
     assert held_out_rmse(stepwise) < held_out_rmse(random)
     with pytest.raises(ValueError, match="no benchmark of the fit has full scores"):
-        select_for_scores(fit, pd.DataFrame({"not_a_benchmark": full.iloc[:, 0]}), n_items=3)
+        select_for_scores(fit, pd.DataFrame({"not_a_benchmark": full.iloc[:, 0]}), per_benchmark=3)
     with pytest.raises(ValueError, match="exactly one"):
         select_for_scores(fit, full.loc[train])
 
@@ -229,7 +229,7 @@ def test_select_for_scores_says_when_it_keeps_fewer_items_than_asked(setting):
     few.iloc[30:] = np.nan  # 30 LLMs with known scores
     name = str(reduced.benchmark_names[0])
     with pytest.warns(UserWarning, match=rf"fewer items than asked in {name}: \d+ of 40 .* 30 training LLMs"):
-        kept = select_for_scores(fit, few[[name]], n_items=40)
+        kept = select_for_scores(fit, few[[name]], per_benchmark=40)
     assert 0 < len(kept) < 40
 
 
@@ -268,11 +268,16 @@ def test_select_stepwise_command_needs_full_scores(setting, tmp_path, capsys):
     _, reduced, full, train, _, fit = setting
     path = save_posterior(fit, tmp_path / "fit.nc")
     out = tmp_path / "subset.json"
-    assert main(["select", str(path), "--n-items", "4", "--method", "stepwise", "--out", str(out)]) == 2
+    assert main(["select", str(path), "--per-benchmark", "4", "--method", "stepwise", "--out", str(out)]) == 2
     assert "--full-scores" in capsys.readouterr().err and not out.exists()
     full.loc[train].rename_axis("llm").reset_index().to_csv(tmp_path / "full.csv", index=False)
-    args = ["select", str(path), "--n-items", "4", "--method", "stepwise"]
-    assert main([*args, "--full-scores", str(tmp_path / "full.csv"), "--out", str(out)]) == 0
+    scores = ["--method", "stepwise", "--full-scores", str(tmp_path / "full.csv"), "--out", str(out)]
+    # n_items is a total everywhere; stepwise keeps a number per benchmark and says so
+    assert main(["select", str(path), "--n-items", "4", *scores]) == 2
+    assert "--per-benchmark" in capsys.readouterr().err and not out.exists()
+    assert main(["select", str(path), "--per-benchmark", "4", "--method", "random", "--out", str(out)]) == 2
+    assert "--n-items" in capsys.readouterr().err
+    assert main(["select", str(path), "--per-benchmark", "4", *scores]) == 0
     document = json.loads(out.read_text())
     sizes = reduced.data["benchmark"].to_series().value_counts().clip(upper=4)
     assert {b: len(items) for b, items in document["benchmarks"].items()} == sizes.to_dict()

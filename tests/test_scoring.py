@@ -60,6 +60,28 @@ def test_score_llm_recovers_a_known_ability_and_narrows_with_more_items(known_it
     assert np.all((scores["lower"] <= scores["mean"]) & (scores["mean"] <= scores["upper"]))
 
 
+def test_benchmark_score_interval_covers_the_score_the_llm_gets_on_all_items(known_items):
+    """A predictive interval of the realised accuracy: answered items count, the others add noise."""
+    loading, intercept, posterior = known_items
+    rng = np.random.default_rng(11)
+    items = np.array([f"q{i}" for i in range(300)])
+    covered, widths = [], []
+    for llm in range(40):
+        every = _answers(loading, intercept, rng.normal(size=2), 100 + llm)
+        asked = rng.choice(300, 30, replace=False)
+        scores = score_llm(posterior, pd.Series(every[asked], index=items[asked]), n_draws=50, seed=llm)
+        realised = pd.Series([every[:150].mean(), every[150:].mean()], index=["A", "B"])
+        table = scores.benchmark_scores
+        covered += list((table["lower"] <= realised) & (realised <= table["upper"]))
+        widths += list(table["upper"] - table["lower"])
+    assert 0.8 <= np.mean(covered) <= 0.98, np.mean(covered)
+    assert 0.05 < np.mean(widths) < 0.5
+    # every item answered: the observed mean, with no uncertainty left
+    full = score_llm(posterior, pd.Series(every, index=items), n_draws=20).benchmark_scores
+    np.testing.assert_allclose(full["mean"], realised.to_numpy())
+    np.testing.assert_allclose(full["upper"] - full["lower"], 0, atol=1e-6)
+
+
 def test_score_llm_refuses_unknown_items_and_non_binary_answers(known_items):
     posterior = known_items[2]
     with pytest.raises(KeyError, match="not in the fitted posterior"):

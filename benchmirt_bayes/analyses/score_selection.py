@@ -99,7 +99,7 @@ def select_for_scores(
     posterior: xr.DataTree,
     full_scores: pd.DataFrame | Mapping[str, pd.Series],
     *,
-    n_items: int | None = None,
+    per_benchmark: int | None = None,
     fraction: float | None = None,
     responses=None,
 ) -> pd.Index:
@@ -113,9 +113,10 @@ def select_for_scores(
     full_scores
         Known full-benchmark scores: a DataFrame indexed by LLM with one column per
         benchmark, or a mapping benchmark → Series. Only benchmarks with scores get items.
-    n_items, fraction
-        Items to keep *per benchmark*: a count or a share of the benchmark's fitted items
-        (exactly one; at least one item each).
+    per_benchmark, fraction
+        Items to keep in each benchmark: a count, or a share of the benchmark's fitted
+        items (exactly one; at least one item each). There is no ``n_items`` here: across
+        the package ``n_items`` is the total number of items kept (:func:`select_items`).
     responses
         The training LLMs' responses (default: the fit's own data). Unanswered cells count
         as the item's mean answer.
@@ -138,10 +139,10 @@ def select_for_scores(
         :data:`MIN_LLMS` of the LLMs.
 
     """
-    if (n_items is None) == (fraction is None):
-        raise ValueError("give exactly one of n_items and fraction")
-    if n_items is not None and n_items < 1:
-        raise ValueError(f"n_items must be at least 1, got {n_items}")
+    if (per_benchmark is None) == (fraction is None):
+        raise ValueError("give exactly one of per_benchmark and fraction")
+    if per_benchmark is not None and per_benchmark < 1:
+        raise ValueError(f"per_benchmark must be at least 1, got {per_benchmark}")
     if fraction is not None and not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
     fitted = responses_from_tree(posterior)
@@ -163,7 +164,7 @@ def select_for_scores(
         answers = responses.data.sel(item=list(items)).transpose("llm", "item").values[rows]
         answers = np.where(np.isnan(answers), np.nanmean(answers, axis=0), answers)
         answers = np.nan_to_num(answers, nan=0.0)
-        size = n_items if n_items is not None else max(1, round(fraction * len(items)))
+        size = per_benchmark if per_benchmark is not None else max(1, round(fraction * len(items)))
         picked = forward_stepwise(answers, target[rows], size)
         chosen += [str(items[j]) for j in picked]
         if len(picked) < size:

@@ -17,9 +17,13 @@ import pandas as pd
 import xarray as xr
 
 from benchmirt_bayes.analyses.abilities import ability_frame
-from benchmirt_bayes.analyses.ability_posterior import ability_posterior
+from benchmirt_bayes.analyses.ability_posterior import (
+    AbilityPosterior,
+    ability_posterior,
+    predicted_mean_score,
+)
 from benchmirt_bayes.draws import PosteriorDraws
-from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
+from benchmirt_bayes.summaries import CI_PROB, check_ci_prob
 
 
 # ---------------------------------------------------------------- score_llm
@@ -84,9 +88,12 @@ def score_llm(
     Returns
     -------
     LLMScore
-        ``ability (sample, dimension)`` and, per benchmark, the predicted mean score
-        on ``[0, 1]`` (share correct for binary items) over *all* its items with
-        interval, next to the observed mean on the answered items.
+        ``ability (sample, dimension)`` and, per benchmark, the score the LLM would get
+        on *all* its fitted items, on ``[0, 1]`` (share correct for binary items): a
+        posterior predictive mean, SD and interval in which the answered items count as
+        answered and each unanswered one adds its response noise as well as the
+        parameters' uncertainty (no answer left out: the observed mean, with no
+        uncertainty). Next to it the observed mean on the answered items.
 
     """
     check_ci_prob(ci_prob)
@@ -96,25 +103,25 @@ def score_llm(
     draws.check_responses(columns, answers.to_numpy())
     outcomes = np.full((1, len(draws.items)), np.nan)
     outcomes[0, columns] = answers.to_numpy()
-    samples = _samples(draws, outcomes, samples_per_draw, seed)
-    probs = draws.expected_scores(samples, np.arange(len(draws.items)))[0]  # (sample, item)
+    found = _ability_samples(draws, outcomes, samples_per_draw, seed)
     benchmarks = draws.responses.benchmarks.astype(str)
     rows = []
     for name in pd.unique(benchmarks):
-        cols = benchmarks == name
-        score = probs[:, cols].mean(axis=1)
-        answered = outcomes[0, cols] / draws.layout.score_scale[cols]
+        columns = np.flatnonzero(benchmarks == name)
+        score = predicted_mean_score(found, draws, columns, outcomes, ci_prob)
+        answered = outcomes[0, columns] / draws.layout.score_scale[columns]
         n_answered = int((~np.isnan(answered)).sum())
         rows.append(
             {
                 "benchmark": name,
-                **{k: float(v) for k, v in summarise_draws(score, ci_prob=ci_prob).items()},
+                **{k: float(v[0]) for k, v in score.items()},
                 "observed": np.nanmean(answered) if n_answered else np.nan,
                 "n_answered": n_answered,
-                "n_items": int(cols.sum()),
+                "n_items": len(columns),
             }
         )
-    ability = xr.DataArray(samples[0], dims=("sample", "dimension"), coords={"dimension": draws.dimensions})
+    dimensions = {"dimension": draws.dimensions}
+    ability = xr.DataArray(found.points[0], dims=("sample", "dimension"), coords=dimensions)
     return LLMScore(
         ability,
         pd.DataFrame(rows).set_index("benchmark"),
@@ -253,7 +260,7 @@ def adaptive_test(
         response = float(answer(item))
         draws.check_responses(np.array([column]), np.array([response]))
         outcomes[0, column] = response
-        samples = _samples(draws, outcomes, samples_per_draw, seed + step)[0]
+        samples = _ability_samples(draws, outcomes, samples_per_draw, seed + step).points[0]
         row = {"step": step, "item": item, "response": response}
         for d, name in enumerate(draws.dimensions):
             row[f"{name}_mean"] = samples[:, d].mean()
@@ -265,12 +272,13 @@ def adaptive_test(
     return pd.DataFrame(rows)
 
 
-def _samples(draws: PosteriorDraws, outcomes: np.ndarray, per_draw: int, seed: int) -> np.ndarray:
-    """``(unit, sample, dimension)`` Laplace-SIR ability samples of the rows of ``outcomes``."""
-    found = ability_posterior(
+def _ability_samples(
+    draws: PosteriorDraws, outcomes: np.ndarray, per_draw: int, seed: int
+) -> AbilityPosterior:
+    """Laplace-SIR ability samples of the rows of ``outcomes`` (points ``(unit, sample, dimension)``)."""
+    return ability_posterior(
         draws, outcomes, method="samples", samples_per_draw=per_draw, seed=seed, expected=False
     )
-    return found.points
 
 
 def _prior_samples(draws: PosteriorDraws, per_draw: int, rng: np.random.Generator) -> np.ndarray:
