@@ -237,16 +237,22 @@ RESPONSE_FORMULAS = re.compile(
 FORMULA_HOMES = "response_types/"
 
 
-def test_response_formulas_live_only_in_the_response_model_layer():
+def _code_lines_matching(pattern: re.Pattern, homes: tuple[str, ...]) -> list[str]:
+    """``module:line: code`` of every code line (not a comment or docstring) outside ``homes``."""
     offenders = []
     for path in _modules():
         name = path.relative_to(PACKAGE).as_posix()
-        if name.startswith(FORMULA_HOMES):
+        if name.startswith(homes):
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
             code = line.split("#", 1)[0]
-            if RESPONSE_FORMULAS.search(code) and not code.strip().startswith(('"', "``", "'")):
+            if pattern.search(code) and not code.strip().startswith(('"', "``", "'")):
                 offenders.append(f"{name}:{number}: {line.strip()}")
+    return offenders
+
+
+def test_response_formulas_live_only_in_the_response_model_layer():
+    offenders = _code_lines_matching(RESPONSE_FORMULAS, FORMULA_HOMES)
     assert not offenders, "\n".join(offenders)
 
 
@@ -257,15 +263,7 @@ LOGISTIC_HOMES = ("response_types/base.py", "response_types/fused_logit.py")
 
 
 def test_the_logistic_function_is_written_once():
-    offenders = []
-    for path in _modules():
-        name = path.relative_to(PACKAGE).as_posix()
-        if name in LOGISTIC_HOMES:
-            continue
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            code = line.split("#", 1)[0]
-            if LOGISTIC.search(code) and not code.strip().startswith(('"', "``", "'")):
-                offenders.append(f"{name}:{number}: {line.strip()}")
+    offenders = _code_lines_matching(LOGISTIC, LOGISTIC_HOMES)
     assert not offenders, "\n".join(offenders)
     assert LOGISTIC.search("p = expit(eta)") and LOGISTIC.search("s = xp.log1p(xp.exp(rho))")
 
