@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import xarray as xr
+from bench_tables import markdown_table
 from scipy.special import expit
 
 from benchmirt_bayes import (
@@ -116,13 +117,6 @@ def summarise(label: str, table: pd.DataFrame) -> dict:
     }
 
 
-def markdown(rows: list[dict]) -> str:
-    frame = pd.DataFrame(rows)
-    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.to_numpy()]
-    return "\n".join(lines)
-
-
 def paired_wins(cv, dims: list[int]) -> str:
     table = cv.table[(cv.table["metric"] == "log_loss") & (cv.table["benchmark"] == "all")]
     wide = table.pivot_table(index="fold", columns="model", values="value")
@@ -166,7 +160,7 @@ def seed_tables(rows: list[dict]) -> str:
     lines = []
     for (label, n_dims), table in frame.groupby(["set", "dims"], sort=False):
         lines.append(summarise(f"{label}, {n_dims} dims", table.reset_index(drop=True)))
-    return f"fits ran on commit {commits}\n\n" + markdown(lines)
+    return f"fits ran on commit {commits}\n\n" + markdown_table(pd.DataFrame(lines))
 
 
 def main() -> None:
@@ -199,7 +193,7 @@ def main() -> None:
         for init in ("prior", "spectral"):
             table = run_seeds(stall, 2, seeds, {"init": init, "draws": 20})
             rows.append(summarise(f"simulated stall (22 × 2,854), 2 dims, start: {init}", table))
-        print("## 1. A simulated stall\n\n" + markdown(rows) + "\n", flush=True)
+        print("## 1. A simulated stall\n\n" + markdown_table(pd.DataFrame(rows)) + "\n", flush=True)
 
     labels = QUICK_LABELS if args.quick else REAL_LABELS
     needed = args.sets if {2, 3} & set(args.parts) else []
@@ -224,7 +218,10 @@ def main() -> None:
         rows.append(
             {"set": label, "choose_n_dims": choice.n_dims, "paired fold comparisons": paired_wins(cv, dims)}
         )
-    print("## 3. choose_n_dims on held-out LLMs (5 folds)\n\n" + markdown(rows) + "\n", flush=True)
+    print(
+        "## 3. choose_n_dims on held-out LLMs (5 folds)\n\n" + markdown_table(pd.DataFrame(rows)) + "\n",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
+from bench_tables import markdown_table
 
 from benchmirt_bayes import (
     differential_item_functioning,
@@ -138,12 +139,6 @@ def rates(planted_fit, planted, clean_fit) -> list[dict]:
     return rows
 
 
-def markdown(frame: pd.DataFrame) -> str:
-    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.to_numpy()]
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -169,13 +164,13 @@ def main() -> None:
     pairs = pair_table(planted_fit, planted.truth)
     safety = pairs[pairs["dimension"] == "safety"]
     big = safety[safety["planted shift (original SD)"].abs() >= 0.5]
-    print("## Base vs modified pairs\n\n" + markdown(pairs) + "\n")
+    print("## Base vs modified pairs\n\n" + markdown_table(pairs) + "\n")
     print(
         f"Safety shifts: 90% intervals cover the planted shift in {safety['covers'].sum()} of {len(safety)} "
         f"pairs; of the {len(big)} pairs with a shift of at least 0.5 SD, {big['excludes 0'].sum()} "
         "exclude 0.\n"
     )
-    print("## Flags\n\n" + markdown(pd.DataFrame(rates(planted_fit, planted, clean_fit))) + "\n")
+    print("## Flags\n\n" + markdown_table(pd.DataFrame(rates(planted_fit, planted, clean_fit))) + "\n")
     print(f"total {time.perf_counter() - start:.0f} s")
 
 

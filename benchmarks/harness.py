@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from bench_tables import markdown_table
 
 SIZES = {"S": 1000, "M": 5000, "L": None}
 CONFIGS = (
@@ -349,16 +350,6 @@ def run_in_process(config: str, size: str, args: argparse.Namespace) -> dict:
         return {"size": size, "config": config, "error": type(error).__name__}
     print(f"{size} {config}: {row.get('wall_s', float('nan')):.1f} s", flush=True)
     return row
-
-
-def markdown_table(table: pd.DataFrame) -> str:
-    """A GitHub Markdown table (without the optional ``tabulate`` dependency)."""
-    cells = [[str(c) for c in table.columns]] + [
-        ["" if pd.isna(v) else str(v) for v in row] for row in table.to_numpy()
-    ]
-    lines = ["| " + " | ".join(row) + " |" for row in cells]
-    lines.insert(1, "|" + "---|" * len(table.columns))
-    return "\n".join(lines)
 
 
 def add_ratios(table: pd.DataFrame) -> pd.DataFrame:

@@ -120,6 +120,15 @@ BENCHMARKS = (
         ("--folds", "2"),
     ),
     Benchmark(
+        "sbc",
+        "Simulation-based calibration of NUTS and ADVI at small sizes",
+        "sbc.py",
+        ("--settings", "binary-1d", "binary-2d", "--out", "{out}"),
+        ("--out", "{out}"),
+        table_file="results.md",
+        note="The rank ECDF figures go to `benchmarks/figures/`.",
+    ),
+    Benchmark(
         "subset_fidelity",
         "How few items keep the picture: subset fidelity on the built-in set",
         "subset_fidelity.py",

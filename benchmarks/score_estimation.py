@@ -47,6 +47,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from bench_tables import markdown_table
 from metabench_reference import SHARED, reduced_predictions  # a sibling script
 
 from benchmirt_bayes import (
@@ -352,13 +353,6 @@ def few_items(table: pd.DataFrame) -> pd.DataFrame:
     return frame.reindex(columns=[c for c in columns if c in frame.columns])
 
 
-def markdown(frame: pd.DataFrame, digits: int = 2) -> str:
-    frame = frame.round(digits)
-    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.to_numpy()]
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -457,7 +451,7 @@ def report(tables: dict[str, pd.DataFrame], with_reduced: bool) -> list[str]:
         else "metabench's predictions from the same reduced items need `--metabench`; not part of this run.\n"
     )
     means = (
-        markdown(mean_table(tables["mean"]))
+        markdown_table(mean_table(tables["mean"]), 2)
         if len(tables["mean"])
         else "Not in this run: it needs all five benchmarks.\n"
     )
@@ -465,16 +459,16 @@ def report(tables: dict[str, pd.DataFrame], with_reduced: bool) -> list[str]:
         "## RMSE (points) with all of metabench's reduced items, held-out LLMs\n",
         "metabench's rows are in-sample for metabench and are computed on the same LLMs as each fit's "
         "rows. Its upper bound used 350 items per benchmark, 1.4–3.5 times the reduced sets.\n" + note,
-        markdown(headline.sort_values(["fit", "estimator"])) + "\n",
+        markdown_table(headline.sort_values(["fit", "estimator"]), 2) + "\n",
         "## 5-benchmark mean score: RMSE (points) of the mean of the five estimates\n\n" + means + "\n",
         "## The package from 100 items (MAE) and from 25 (gain over the raw mean of 25 random items)\n",
         "At 100 items where a benchmark has more, else all of its reduced items; the gain is the raw "
         "mean's RMSE over the package's, per selection rule.\n",
-        markdown(tables["few_items"]) + "\n",
+        markdown_table(tables["few_items"], 2) + "\n",
         "## RMSE (points) at every budget, selection and estimator\n",
-        markdown(wide(per_bench, "rmse")) + "\n",
+        markdown_table(wide(per_bench, "rmse"), 2) + "\n",
         "## The package's 90 % intervals: share of held-out LLMs covered\n",
-        markdown(wide(per_bench[per_bench["estimator"] == "package"], "coverage_90")) + "\n",
+        markdown_table(wide(per_bench[per_bench["estimator"] == "package"], "coverage_90"), 2) + "\n",
     ]
 
 

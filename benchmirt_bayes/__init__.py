@@ -9,9 +9,9 @@ The public API, by layer (see ARCHITECTURE.md):
   and :class:`AdviSettings`) and :func:`fit_minibatch_advi`, both returning the same
   identified DataTree;
 - fits on disk: :func:`save_posterior`, :func:`load_posterior`;
-- diagnostics: :func:`check_convergence`, :func:`check_stability`;
+- diagnostics: :func:`check_convergence`, :func:`check_stability`, :func:`sbc_uniformity`;
 - analyses: benchmark audits, item rankings and subsets, held-out prediction, scoring new LLMs;
-- workflows: :func:`cross_validate`, :func:`choose_n_dims`;
+- workflows: :func:`cross_validate`, :func:`choose_n_dims`, :func:`simulation_based_calibration`;
 - reports: :func:`write_report`; many fits: :func:`run_batch`.
 """
 
@@ -52,6 +52,7 @@ from benchmirt_bayes.data.real_data import (
     load_xstest,
 )
 from benchmirt_bayes.data.responses import ItemFilterReport, ResponseMatrix
+from benchmirt_bayes.diagnostics.calibration import sbc_uniformity
 from benchmirt_bayes.diagnostics.convergence import ConvergenceReport, check_convergence
 from benchmirt_bayes.diagnostics.stability import StabilityReport, check_stability
 from benchmirt_bayes.errors import MissingExtraError, PosteriorFileError, ResponseDataError
@@ -69,6 +70,7 @@ from benchmirt_bayes.simulation.audit_plants import AuditPlan
 from benchmirt_bayes.simulation.simulate import SimulatedBenchmark, simulate_benchmirt
 from benchmirt_bayes.simulation.streaming import MatrixSource, StreamingSimulation
 from benchmirt_bayes.workflows.crossval import DimensionChoice, choose_n_dims, cross_validate
+from benchmirt_bayes.workflows.sbc import SbcSetting, simulation_based_calibration
 
 __version__ = "0.2.0"
 
@@ -111,6 +113,7 @@ __all__ = [
     "check_convergence",
     "StabilityReport",
     "check_stability",
+    "sbc_uniformity",
     # analyses
     "ability_table",
     "item_fit",
@@ -143,6 +146,8 @@ __all__ = [
     "DimensionChoice",
     "choose_n_dims",
     "cross_validate",
+    "SbcSetting",
+    "simulation_based_calibration",
     # reports and batches
     "write_report",
     "BatchError",

@@ -41,6 +41,13 @@ KEPT_VARIABLES = (
     *type_variables(),
 )
 """Posterior variables a fit keeps (raw sampler variables such as ``*_z`` are dropped)."""
+
+
+def kept_variables(model: Any) -> list[str]:
+    """The :data:`KEPT_VARIABLES` a built PyMC model has, in that order."""
+    return [name for name in KEPT_VARIABLES if name in model.named_vars]
+
+
 TYPE_PARAMETER_VARIABLES = draw_variables()
 """Item parameters of the response types beyond loading and intercept (rotation-invariant;
 absent for 0/1 data)."""
@@ -353,9 +360,13 @@ def variational_parameters(tree: xr.DataTree, restart: int = 0) -> dict[str, tup
     """
     if "elbo" not in tree.children or "q_mean" not in tree["elbo"].data_vars:
         raise ValueError("the fit holds no mean-field approximation (only mean-field ADVI fits do)")
-    elbo = tree["elbo"].to_dataset()
-    mean = elbo["q_mean"].sel(restart=restart).values
-    sd = elbo["q_sd"].sel(restart=restart).values
+    return mean_field_of_record(tree["elbo"].to_dataset().sel(restart=restart))
+
+
+def mean_field_of_record(elbo: xr.Dataset) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The mean-field ``q`` in one run's ``elbo`` record (:func:`with_variational`): name → (mean, SD)."""
+    mean = elbo["q_mean"].values
+    sd = elbo["q_sd"].values
     layout = json.loads(elbo.attrs[Q_LAYOUT_ATTR])
     return {
         name: (mean[start:stop].reshape(shape), sd[start:stop].reshape(shape))

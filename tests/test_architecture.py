@@ -72,6 +72,7 @@ ALLOWED: dict[str, set[str]] = {
         "posterior",
         "batch",
         "inference",
+        "diagnostics",
         "analyses",
     },
     "reports": {

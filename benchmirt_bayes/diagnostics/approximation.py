@@ -12,7 +12,10 @@ reliable); above it, its means and, more so, its intervals are not to be trusted
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+
 import numpy as np
+import pymc as pm
 import xarray as xr
 from scipy.stats import norm
 
@@ -57,8 +60,6 @@ def advi_pareto_k(fit: xr.DataTree, *, n_samples: int = PARETO_K_SAMPLES, seed: 
         When the fit holds no mean-field approximation or no data.
 
     """
-    from arviz_stats.base import array_stats
-
     if "observed_data" not in fit.children:
         raise ValueError("k̂ needs the data the fit was made on (observed_data)")
     settings = fit_settings_dict(fit)
@@ -70,23 +71,50 @@ def advi_pareto_k(fit: xr.DataTree, *, n_samples: int = PARETO_K_SAMPLES, seed: 
         likelihood=likelihood if likelihood in LIKELIHOOD_FORMS else "auto",
     )
     log_density = model.compile_logp()
-    names = [v.name for v in model.value_vars]
     restarts = fit["elbo"]["restart"].values
-    out = np.empty(len(restarts))
-    for index, restart in enumerate(restarts):
-        q = variational_parameters(fit, int(restart))
-        if set(q) != set(names):
-            raise ValueError(f"the fit's approximation covers {sorted(q)}, its model {sorted(names)}")
-        rng = np.random.default_rng([seed, int(restart)])
-        log_ratio = np.empty(n_samples)
-        for s in range(n_samples):
-            point, log_q = {}, 0.0
-            for name, (mean, sd) in q.items():
-                value = mean + sd * rng.standard_normal(mean.shape)
-                point[name] = value
-                log_q += float(norm.logpdf(value, mean, sd).sum())
-            log_ratio[s] = float(log_density(point)) - log_q
-        log_ratio = np.where(np.isfinite(log_ratio), log_ratio, -np.inf)
-        _, khat = array_stats.psislw(log_ratio - np.max(log_ratio))
-        out[index] = float(khat)
-    return out
+    return np.array(
+        [
+            mean_field_pareto_k(
+                model,
+                variational_parameters(fit, int(r)),
+                n_samples=n_samples,
+                seed=[seed, int(r)],
+                log_density=log_density,
+            )
+            for r in restarts
+        ]
+    )
+
+
+def mean_field_pareto_k(
+    model: pm.Model,
+    q: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    *,
+    n_samples: int = PARETO_K_SAMPLES,
+    seed: int | Sequence[int] = 0,
+    log_density: Callable[[dict[str, np.ndarray]], float] | None = None,
+) -> float:
+    """Pareto k̂ of the importance ratios ``p(z, y) / q(z)`` of a mean-field ``q`` of ``model``.
+
+    ``q`` maps every free (value) variable of ``model`` to its ``(mean, sd)`` on the
+    unconstrained scale (:func:`~benchmirt_bayes.posterior.variational_parameters`);
+    ``log_density`` is ``model.compile_logp()`` when the caller already compiled it.
+    """
+    from arviz_stats.base import array_stats
+
+    names = [v.name for v in model.value_vars]
+    if set(q) != set(names):
+        raise ValueError(f"the fit's approximation covers {sorted(q)}, its model {sorted(names)}")
+    log_density = model.compile_logp() if log_density is None else log_density
+    rng = np.random.default_rng(seed)
+    log_ratio = np.empty(n_samples)
+    for s in range(n_samples):
+        point, log_q = {}, 0.0
+        for name, (mean, sd) in q.items():
+            value = mean + sd * rng.standard_normal(mean.shape)
+            point[name] = value
+            log_q += float(norm.logpdf(value, mean, sd).sum())
+        log_ratio[s] = float(log_density(point)) - log_q
+    log_ratio = np.where(np.isfinite(log_ratio), log_ratio, -np.inf)
+    _, khat = array_stats.psislw(log_ratio - np.max(log_ratio))
+    return float(khat)

@@ -40,6 +40,7 @@ from benchmirt_bayes.model.spec import ModelSpec, load_spec
 from benchmirt_bayes.posterior import (
     KEPT_VARIABLES,
     final_elbo,
+    kept_variables,
     observed_dataset,
     provenance,
     with_log_likelihood,
@@ -332,6 +333,27 @@ def _fit_once(
     responses: ResponseMatrix, settings: FitSettings, seed: int, progressbar: bool, restart: int
 ) -> RawFit:
     model = build_model(responses, settings.n_dims, spec=settings.spec, likelihood=settings.likelihood)
+    return sample_model(model, responses, settings, seed, progressbar=progressbar, restart=restart)
+
+
+def sample_model(
+    model: pm.Model,
+    responses: ResponseMatrix,
+    settings: FitSettings,
+    seed: int,
+    *,
+    progressbar: bool = False,
+    restart: int = 0,
+    nutpie_model: Any = None,
+) -> RawFit:
+    """Run the fit's method on a built ``model`` of ``responses`` (no identification).
+
+    :func:`fit_once` builds the model and calls this; a caller that fits many data sets of
+    one shape (simulation-based calibration) builds one model with shared observations
+    (:mod:`benchmirt_bayes.model.shared_data`), sets each data set into it and passes the
+    nutpie model compiled from it once (:func:`~benchmirt_bayes.inference.nutpie_run.compile_nutpie`)
+    as ``nutpie_model``; ``responses`` must be the data set the model holds.
+    """
     # where ADVI and MAP start: the configured start for the first restart, prior draws after
     configured = settings.advi.init if settings.advi is not None else "spectral"
     init = configured if restart == 0 else "prior"
@@ -342,7 +364,7 @@ def _fit_once(
         if settings.nuts.init == "advi":
             result = _advi(model, responses, settings, "advi", 100, seed, progressbar, init)
             initvals, elbo = advi_start(model, result.posterior), result.elbo
-        posterior, stats = _run_nuts(model, settings.nuts, seed, progressbar, initvals)
+        posterior, stats = _run_nuts(model, settings.nuts, seed, progressbar, initvals, nutpie_model)
     elif settings.method in ("advi", "fullrank_advi"):
         result = _advi(
             model, responses, settings, settings.method, settings.advi.draws, seed, progressbar, init
@@ -437,10 +459,11 @@ def _run_nuts(
     seed: int,
     progressbar: bool,
     initvals: dict[str, np.ndarray] | None = None,
+    nutpie_model: Any = None,
 ) -> tuple[xr.Dataset, xr.Dataset]:
     # only what the fit keeps: at L the sampler's raw and z-scored copies would double
     # the trace (4 chains × 1,000 draws × 10^5 quantities is 3.3 GB per copy)
-    var_names = [name for name in KEPT_VARIABLES if name in model.named_vars]
+    var_names = kept_variables(model)
     common: dict[str, Any] = {
         "draws": settings.draws * settings.thin,
         "tune": settings.tune,
@@ -457,6 +480,7 @@ def _run_nuts(
             max_treedepth=settings.max_treedepth,
             initvals=initvals,
             thin=settings.thin,
+            compiled=nutpie_model,
             **common,
         )
         return posterior, thin_sample_stats(stats, settings.thin)

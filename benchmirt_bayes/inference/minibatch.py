@@ -40,7 +40,7 @@ from benchmirt_bayes.inference.initialisation import jittered_start
 from benchmirt_bayes.inference.settings import AdviSettings, FitSettings, coerce_settings, positive_int
 from benchmirt_bayes.model.pymc_model import build_model
 from benchmirt_bayes.model.spec import ModelSpec, load_spec
-from benchmirt_bayes.posterior import KEPT_VARIABLES, with_variational
+from benchmirt_bayes.posterior import kept_variables, with_variational
 from benchmirt_bayes.response_types.base import linear_predictor, softplus
 from benchmirt_bayes.response_types.binary import BINARY
 from benchmirt_bayes.simulation.streaming import CellSource, MatrixSource, import_jax
@@ -366,7 +366,7 @@ def _draws(
     """``draws`` draws from the approximation, as the kept variables of ``model`` (chain 0)."""
     from pytensor import function
 
-    kept = [name for name in KEPT_VARIABLES if name in model.named_vars]
+    kept = kept_variables(model)
     outputs = model.replace_rvs_by_values([model[name] for name in kept])
     compute = function(model.value_vars, outputs, on_unused_input="ignore")
     rng = np.random.default_rng([seed, 31])

@@ -15,12 +15,37 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pymc as pm
 import xarray as xr
 
 from benchmirt_bayes.inference.thinning import kept_draws
+from benchmirt_bayes.model.shared_data import shared_observations
+from benchmirt_bayes.posterior import kept_variables
+
+
+def compile_nutpie(
+    model: pm.Model, var_names: Sequence[str] | None = None, initvals: dict[str, np.ndarray] | None = None
+) -> Any:
+    """Compile ``model`` for nutpie (numba back end), keeping ``var_names`` in its trace.
+
+    ``var_names`` defaults to the variables a fit keeps (what :func:`sample_model
+    <benchmirt_bayes.inference.fit.sample_model>` reads back).
+    ``initvals``: the start of every chain, without jitter; ``None`` uses nutpie's own
+    jittered start. With shared data in the model, ``compiled.with_data(name=value)`` gives
+    the same compiled model on new data.
+    """
+    import nutpie
+
+    var_names = kept_variables(model) if var_names is None else var_names
+    compile_kwargs: dict[str, Any] = {}
+    if initvals is not None:
+        # a unit jitter in the unconstrained space would throw the chains far outside
+        # a posterior this concentrated
+        compile_kwargs = {"initial_points": initvals, "jitter_rvs": set()}
+    return nutpie.compile_pymc_model(model, backend="numba", var_names=list(var_names), **compile_kwargs)
 
 
 def sample_nutpie(
@@ -37,6 +62,7 @@ def sample_nutpie(
     initvals: dict[str, np.ndarray] | None,
     progressbar: bool,
     thin: int = 1,
+    compiled: Any = None,
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """Sample ``model`` with nutpie's NUTS and return ``(posterior, sample_stats)`` in memory.
 
@@ -61,6 +87,10 @@ def sample_nutpie(
         Read back only every ``thin``-th draw of the posterior (straight from the store,
         so the dropped draws never reach memory); the sampler statistics come back for
         every iteration, for :func:`benchmirt_bayes.thinning.thin_sample_stats`.
+    compiled
+        ``model`` already compiled by :func:`compile_nutpie`; it samples the data ``model``
+        holds now (its shared observations, :mod:`benchmirt_bayes.model.shared_data`).
+        ``None`` compiles ``model`` here.
 
     Returns
     -------
@@ -71,12 +101,12 @@ def sample_nutpie(
     """
     import nutpie
 
-    compile_kwargs = {}
-    if initvals is not None:
-        # a unit jitter in the unconstrained space would throw the chains far outside
-        # a posterior this concentrated
-        compile_kwargs = {"initial_points": initvals, "jitter_rvs": set()}
-    compiled = nutpie.compile_pymc_model(model, backend="numba", var_names=list(var_names), **compile_kwargs)
+    if compiled is None:
+        compiled = compile_nutpie(model, var_names, initvals)
+    elif initvals is not None:
+        raise ValueError("a precompiled nutpie model carries its own start; initvals must be None")
+    else:
+        compiled = compiled.with_data(**shared_observations(model))
     with tempfile.TemporaryDirectory(prefix="benchmirt-nutpie-") as folder:
         store = nutpie.zarr_store.LocalStore(prefix=folder)
         trace = nutpie.sample(

@@ -12,6 +12,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from benchmirt_bayes.diagnostics.calibration import SBC_BAND_PROB, SBC_GROUP, rank_ecdf
 from benchmirt_bayes.diagnostics.stability import restart_means
 from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.response_types.base import linear_predictor
@@ -472,5 +473,39 @@ def plot_item_curves(
     axes[0].set_title(f"Item characteristic curves (median, {ci_prob:.0%} interval)", fontsize=10)
     axes[1].set_title("Item information curves", fontsize=10)
     axes[1].legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
+def plot_sbc(tree: xr.DataTree, *, prob: float = SBC_BAND_PROB, seed: int = 0) -> Figure:
+    """Rank ECDFs of a simulation-based calibration run, one panel per kind of quantity.
+
+    Each line is one monitored quantity's ``ECDF(u) − u`` over its normalised ranks ``u``;
+    the grey band holds such a line over its whole length with probability ``prob`` when the
+    fits are calibrated. Lines above the band at the left mean truths sit low among the
+    draws too often (the posterior too high); a hump in the middle means intervals too wide,
+    a dip too narrow.
+    """
+    sbc = tree[SBC_GROUP].to_dataset()
+    names = list(sbc.data_vars)
+    cols = min(4, len(names))
+    rows = int(np.ceil(len(names) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False, sharey=True)
+    for ax, name in zip(axes.ravel(), names, strict=False):
+        pits = sbc[name].values.reshape(-1, sbc[name].shape[-1])
+        for k in range(pits.shape[1]):
+            points, ecdf, lower, upper = rank_ecdf(pits[:, k], prob=prob, seed=seed)
+            if k == 0:
+                ax.fill_between(points, lower - points, upper - points, color="0.85", step="post")
+            ax.step(points, ecdf - points, where="post", lw=1.2)
+        ax.axhline(0.0, color="0.4", lw=0.6)
+        ax.set_title(name.replace("_", " "), fontsize=9)
+        ax.set_xlabel("normalised rank")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("ECDF − uniform")
+    for ax in axes.ravel()[len(names) :]:
+        ax.set_visible(False)
+    label = tree.attrs.get("setting_label", "")
+    fig.suptitle(f"SBC, {tree.attrs.get('method', '')}: {label} ({prob:.0%} simultaneous band)", fontsize=10)
     fig.tight_layout()
     return fig

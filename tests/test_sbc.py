@@ -1,0 +1,129 @@
+"""Simulation-based calibration: shared observations, the run, and the uniformity check."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from benchmirt_bayes.diagnostics.calibration import SBC_GROUP, normalised_ranks, sbc_uniformity
+from benchmirt_bayes.inference.fit import resolve_settings, sample_model
+from benchmirt_bayes.inference.nutpie_run import compile_nutpie
+from benchmirt_bayes.model.pymc_model import build_model
+from benchmirt_bayes.model.shared_data import observed_values, set_observations, with_shared_observations
+from benchmirt_bayes.reports.plots import plot_sbc
+from benchmirt_bayes.workflows.sbc import SbcSetting, sbc_design, simulation_based_calibration
+
+
+@pytest.mark.parametrize("response_type", ["binary", "count"])
+def test_a_model_with_shared_observations_scores_new_data_as_a_model_built_for_them(response_type):
+    setting = SbcSetting(
+        n_llms=8, items_per_benchmark=4, n_benchmarks=2, n_dims=1, response_type=response_type
+    )
+    first, second = sbc_design(setting, seed=0), sbc_design(setting, seed=1)
+    assert not np.array_equal(first.values, second.values)
+    shared = with_shared_observations(build_model(first, 1), first)
+    fresh = build_model(second, 1)
+    rng = np.random.default_rng(3)
+    point = {k: v + 0.3 * rng.standard_normal(np.shape(v)) for k, v in fresh.initial_point().items()}
+    shared_logp = shared.compile_logp(mode="FAST_COMPILE")  # compiled once, as the SBC runs do
+    before = shared_logp(point)
+    set_observations(shared, observed_values(fresh))
+    after = shared_logp(point)
+    assert np.isfinite(after)
+    assert after == pytest.approx(fresh.compile_logp(mode="FAST_COMPILE")(point), rel=1e-10)
+    assert after != pytest.approx(before, rel=1e-6)
+
+
+def test_one_compiled_nutpie_model_samples_whatever_data_were_set_into_it():
+    setting = SbcSetting(n_llms=12, items_per_benchmark=5, n_benchmarks=2, n_dims=1)
+    design = sbc_design(setting, seed=0)
+    flipped = design.with_values(1.0 - design.values)
+    model = with_shared_observations(build_model(design, 1), design)
+    settings = resolve_settings(design, 1, method="nuts", nuts={"chains": 2, "tune": 150, "draws": 100})
+    compiled = compile_nutpie(model)
+    means = []
+    for data in (design, flipped):
+        set_observations(model, observed_values(build_model(data, 1)))
+        raw = sample_model(model, data, settings, seed=1, nutpie_model=compiled)
+        means.append(raw.posterior["intercept"].mean(("chain", "draw")).values)
+    # flipping every answer flips every item's intercept: the second run saw the new data
+    assert np.corrcoef(means[0], means[1])[0, 1] < -0.8
+
+
+def test_shared_observations_are_refused_where_the_term_reads_the_data_elsewhere():
+    design = sbc_design(SbcSetting(n_llms=8, items_per_benchmark=4, response_type="graded"))
+    with pytest.raises(ValueError, match="graded"):
+        with_shared_observations(build_model(design, 2), design)
+
+
+def test_new_observations_must_keep_the_shape():
+    design = sbc_design(SbcSetting(n_llms=8, items_per_benchmark=4))
+    shared = with_shared_observations(build_model(design, 1), design)
+    (name, values), *_ = observed_values(shared).items()
+    with pytest.raises(ValueError, match="differ"):
+        set_observations(shared, {name: values[:-1]})
+    with pytest.raises(ValueError, match="not an observed variable"):
+        set_observations(shared, {"nope": values})
+
+
+def _ranks_tree(pits: np.ndarray) -> xr.DataTree:
+    return xr.DataTree.from_dict({SBC_GROUP: xr.Dataset({"q": (("chain", "draw", "q_index"), pits[None])})})
+
+
+def test_the_uniformity_check_passes_uniform_ranks_and_flags_overconfident_ones():
+    rng = np.random.default_rng(1)
+    uniform = rng.random((200, 3))
+    assert sbc_uniformity(_ranks_tree(uniform))["inside"].all()
+    # an overconfident posterior: truths fall in its tails far more often than 10 %
+    tails = np.where(rng.random((200, 3)) < 0.5, rng.random((200, 3)) * 0.05, 1 - rng.random((200, 3)) * 0.05)
+    table = sbc_uniformity(_ranks_tree(np.where(rng.random((200, 3)) < 0.4, tails, uniform)))
+    assert not table["inside"].any()
+    assert (table["coverage_90"] < 0.7).all()
+
+
+def test_normalised_ranks_count_draws_below_the_truth():
+    posterior = np.arange(9.0)[:, None] * np.ones((1, 2))
+    u = normalised_ranks(posterior, np.array([-1.0, 4.5]), np.random.default_rng(0))
+    assert 0 < u[0] < 0.1
+    assert 0.5 < u[1] < 0.6
+
+
+@pytest.mark.parametrize("method", ["nuts", pytest.param("advi", marks=pytest.mark.slow)])
+def test_a_small_calibration_run_records_ranks_and_fit_diagnostics(method):
+    setting = SbcSetting(n_llms=10, items_per_benchmark=4, n_benchmarks=2, n_dims=2)
+    settings = (
+        {"nuts": {"chains": 2, "tune": 100, "draws": 100}} if method == "nuts" else {"advi": {"draws": 200}}
+    )
+    tree = simulation_based_calibration(
+        setting, method=method, n_replications=3, seed=4, n_ranks=50, progressbar=False, **settings
+    )
+    sbc = tree[SBC_GROUP].to_dataset()
+    assert set(sbc.data_vars) >= {
+        "eta",
+        "mdisc",
+        "difficulty",
+        "ability_distance",
+        "benchmark_loading_cosine",
+    }
+    for values in sbc.data_vars.values():
+        assert values.sizes["draw"] == 3
+        assert ((values > 0) & (values < 1)).all()
+    reps = tree["replications"].to_dataset()
+    assert reps.sizes["replication"] == 3
+    if method == "nuts":
+        assert (reps["max_rhat"] > 0.99).all()
+    else:
+        assert (reps["pareto_k"] > 0).all()  # the mean-field q is never exact here
+    assert tree.attrs["method"] == method and tree.attrs["n_replications"] == 3
+    fig = plot_sbc(tree)
+    assert len([ax for ax in fig.axes if ax.get_visible()]) == len(sbc.data_vars)
+
+
+def test_a_calibration_setting_refuses_nonsense():
+    with pytest.raises(ValueError, match="n_llms"):
+        SbcSetting(n_llms=2)
+    with pytest.raises(ValueError, match="response_type"):
+        SbcSetting(response_type="ordinal")
+    with pytest.raises(ValueError, match="method"):
+        simulation_based_calibration(SbcSetting(), method="map", n_replications=2)
