@@ -152,20 +152,27 @@ def test_zero_sum_loadings_average_to_their_benchmark_mean(tiny_sim, spec):
     assert np.abs(loading[codes == 0].mean(axis=0) - mean[0]).max() > 1e-3
 
 
-def test_auto_intercepts_are_centred_in_large_benchmarks_and_the_same_model(tiny_sim):
-    """'auto' centres the intercepts of benchmarks with ≥ 20 items only; the model is unchanged.
+def test_auto_intercepts_are_centred_in_large_benchmarks_and_the_same_model(tiny_sim, monkeypatch):
+    """'auto' centres the intercepts of benchmarks with ≥ 20 items (each answered by enough
+    LLMs) only; the model is unchanged.
 
     With the intercepts fixed, the non-centred z-scores are a change of variables: the log
     density differs from the centred model's by the log Jacobian ``Σ log spread_b`` over the
     non-centred items, and by nothing else.
     """
+    from benchmirt_bayes.model import spec as spec_module
     from benchmirt_bayes.model.spec import CENTRED_INTERCEPT_ITEMS, noncentred_benchmarks
 
     responses = tiny_sim.responses
     counts = responses.summary()["items"]
     assert (counts >= CENTRED_INTERCEPT_ITEMS).any() and (counts < CENTRED_INTERCEPT_ITEMS).any()
     np.testing.assert_array_equal(noncentred_benchmarks("auto", [5, 20, 40]), [True, False, False])
+    few_llms = noncentred_benchmarks("auto", [5, 20, 40], [80, 80, 30])
+    np.testing.assert_array_equal(few_llms, [True, False, True])
     np.testing.assert_array_equal(noncentred_benchmarks(False, [5, 20]), [False, False])
+    assert responses.n_llms < spec_module.CENTRED_INTERCEPT_RESPONSES  # too few LLMs: all non-centred
+    assert build_model(responses, 2).benchmirt_noncentred_items.all()
+    monkeypatch.setattr(spec_module, "CENTRED_INTERCEPT_RESPONSES", 1)  # as if every item had many
     auto = build_model(responses, 2)
     centred = build_model(responses, 2, spec={"intercept": {"noncentered": False}})
     small = auto.benchmirt_noncentred_items

@@ -244,19 +244,38 @@ def _number_problem(key: str, value: float) -> str | None:
 
 
 CENTRED_INTERCEPT_ITEMS = 20
-"""Under ``intercept.noncentered = "auto"``, benchmarks with at least this many items have
-centred intercepts. A benchmark with few items identifies its intercept spread weakly; when
-the spread wanders towards zero, centred intercepts form a funnel that NUTS cannot enter
-(divergences, and restarts that disagree: 30-40 % divergent transitions at 40 LLMs with 4-24
-items per benchmark; one at 100 LLMs, in an 8-item benchmark). With many items the spread is
-pinned and centred intercepts mix about ten times faster (ARCHITECTURE.md)."""
+"""Under ``intercept.noncentered = "auto"``, benchmarks with at least this many items (and
+:data:`CENTRED_INTERCEPT_RESPONSES` responses per item) have centred intercepts. A benchmark
+with few items identifies its intercept spread weakly; when the spread wanders towards zero,
+centred intercepts form a funnel that NUTS cannot enter (divergences, and restarts that
+disagree: 30-40 % divergent transitions at 40 LLMs with 4-24 items per benchmark; one at 100
+LLMs, in an 8-item benchmark). With many items the spread is pinned and centred intercepts
+mix about ten times faster (ARCHITECTURE.md)."""
+
+CENTRED_INTERCEPT_RESPONSES = 50
+"""Under ``"auto"``, benchmarks whose items have a median of fewer responses than this get
+non-centred intercepts whatever their size: with few LLMs the data pin each intercept weakly
+and the centred form funnels again (simulation-based calibration at 30-40 LLMs with 20-30
+items per benchmark: a third to two thirds of the fits diverged and the intercept spread's
+rank ECDF left its band; benchmarks/RESULTS.md)."""
 
 
-def noncentred_benchmarks(noncentered: bool | str, items_per_benchmark: Sequence[int]) -> np.ndarray:
-    """Which benchmarks get non-centred intercepts, one boolean per benchmark."""
+def noncentred_benchmarks(
+    noncentered: bool | str,
+    items_per_benchmark: Sequence[int],
+    responses_per_item: Sequence[float] | None = None,
+) -> np.ndarray:
+    """Which benchmarks get non-centred intercepts, one boolean per benchmark.
+
+    ``responses_per_item`` is each benchmark's median number of observed responses per item
+    (only ``"auto"`` reads it; ``None`` counts as plenty).
+    """
     counts = np.asarray(items_per_benchmark)
     if noncentered == "auto":
-        return counts < CENTRED_INTERCEPT_ITEMS
+        few_items = counts < CENTRED_INTERCEPT_ITEMS
+        if responses_per_item is None:
+            return few_items
+        return few_items | (np.asarray(responses_per_item, dtype=float) < CENTRED_INTERCEPT_RESPONSES)
     return np.full(counts.shape, bool(noncentered))
 
 
