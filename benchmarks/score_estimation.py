@@ -60,7 +60,6 @@ from benchmirt_bayes import (
     select_items,
 )
 from benchmirt_bayes.data.real_data import OPEN_LLM_BENCHMARKS, load_open_llm_leaderboard_reference
-from benchmirt_bayes.response_types.base import mdisc, multidimensional_difficulty
 
 FRACTIONS = (1.0, 0.5, 0.25)
 COUNTS = (10, 25, 50, 100)
@@ -71,27 +70,13 @@ PARTS = ("per-benchmark", "joint")
 HEADLINE_BUDGETS = ("100%", "100 items", "25 items")
 
 
-def stratified(fit, size: int, seed: int) -> list[str]:
-    """One random item from each of ``size`` equal-count bins of multidimensional difficulty."""
-    post = fit["posterior"]
-    loading = post["loading"].mean(("chain", "draw")).transpose("item", "dimension").values
-    intercept = post["intercept"].mean(("chain", "draw")).values
-    difficulty = multidimensional_difficulty(intercept, mdisc(loading))
-    items = post["item"].values.astype(str)
-    order = np.argsort(difficulty)
-    rng = np.random.default_rng(seed)
-    return [str(items[rng.choice(part)]) for part in np.array_split(order, size) if part.size]
-
-
 def choose(fit, rule: str, size: int, seed: int, scores: dict) -> list[str]:
     """``size`` items per benchmark of the fit by ``rule`` (the fit's LLMs are the training LLMs)."""
-    if rule == "stratified":
-        return stratified(fit, size, seed)
     n_items = fit["posterior"].sizes["item"]
     if size >= n_items:
         return list(fit["posterior"]["item"].values.astype(str))
-    if rule == "stepwise":
-        return list(select_for_scores(fit, scores, per_benchmark=size))
+    if rule in ("stepwise", "stratified"):
+        return list(select_for_scores(fit, scores, per_benchmark=size, method=rule, seed=seed))
     return list(select_items(fit, n_items=size, method=rule, seed=seed, n_draws=50))
 
 
@@ -201,7 +186,7 @@ def joint(quick: bool, folds: int, seed: int, log) -> pd.DataFrame:
             if per_bench is None:
                 items = list(responses.items)
             elif rule == "stepwise":
-                items = list(select_for_scores(fit, scores, per_benchmark=per_bench))
+                items = list(select_for_scores(fit, scores, per_benchmark=per_bench, method="stepwise"))
             else:
                 rng = np.random.default_rng(seed + fold)
                 items = [

@@ -631,7 +631,9 @@ def _select(args: argparse.Namespace) -> int:
         from benchmirt_bayes.analyses.score_selection import select_for_scores
 
         scores = _read_full_scores(args.full_scores, args.llm_col)
-        kept = select_for_scores(fit, scores, per_benchmark=args.per_benchmark, fraction=args.fraction)
+        kept = select_for_scores(
+            fit, scores, per_benchmark=args.per_benchmark, fraction=args.fraction, method="stepwise"
+        )
     else:
         kept = select_items(
             fit,

@@ -200,7 +200,7 @@ def test_single_index_form_follows_a_curved_link_that_the_additive_form_cannot()
 @pytest.mark.slow
 def test_stepwise_items_predict_held_out_full_scores_better_than_random_items(setting):
     _, reduced, full, train, test, fit = setting
-    stepwise = list(select_for_scores(fit, full.loc[train], per_benchmark=6))
+    stepwise = list(select_for_scores(fit, full.loc[train], per_benchmark=6, method="stepwise"))
     bench = reduced.data["benchmark"].to_series()
     assert bench.loc[stepwise].value_counts().max() <= 6
     assert set(bench.loc[stepwise]) == set(reduced.benchmark_names)
@@ -218,6 +218,8 @@ def test_stepwise_items_predict_held_out_full_scores_better_than_random_items(se
     assert held_out_rmse(stepwise) < held_out_rmse(random)
     with pytest.raises(ValueError, match="no benchmark of the fit has full scores"):
         select_for_scores(fit, pd.DataFrame({"not_a_benchmark": full.iloc[:, 0]}), per_benchmark=3)
+    with pytest.raises(ValueError, match="method must be one of"):
+        select_for_scores(fit, full.loc[train], per_benchmark=3, method="information")
     with pytest.raises(ValueError, match="exactly one"):
         select_for_scores(fit, full.loc[train])
 
@@ -229,8 +231,37 @@ def test_select_for_scores_says_when_it_keeps_fewer_items_than_asked(setting):
     few.iloc[30:] = np.nan  # 30 LLMs with known scores
     name = str(reduced.benchmark_names[0])
     with pytest.warns(UserWarning, match=rf"fewer items than asked in {name}: \d+ of 40 .* 30 training LLMs"):
-        kept = select_for_scores(fit, few[[name]], per_benchmark=40)
+        kept = select_for_scores(fit, few[[name]], per_benchmark=40, method="stepwise")
     assert 0 < len(kept) < 40
+
+
+def test_with_few_known_scores_the_default_selection_is_stratified_by_difficulty(setting):
+    """Below STEPWISE_MIN_LLMS known scores, ``auto`` ignores the scores: a seeded item per difficulty bin."""
+    from benchmirt_bayes.analyses import score_selection
+    from benchmirt_bayes.posterior import point_parameters
+    from benchmirt_bayes.response_types.base import mdisc, multidimensional_difficulty
+
+    _, reduced, full, train, _, fit = setting
+    assert len(train) < score_selection.STEPWISE_MIN_LLMS
+    counts = reduced.summary()["items"]
+    known = full.loc[train, list(counts.index[counts >= 10])]
+    auto = select_for_scores(fit, known, per_benchmark=5, seed=4)
+    assert list(auto) == list(select_for_scores(fit, known, per_benchmark=5, method="stratified", seed=4))
+    assert list(auto) != list(select_for_scores(fit, known, per_benchmark=5, method="stratified", seed=5))
+    assert list(auto) != list(select_for_scores(fit, known, per_benchmark=5, method="stepwise"))
+    loading, intercept, _, _ = point_parameters(fit)
+    items = fit["posterior"]["item"].values.astype(str)
+    difficulty = pd.Series(multidimensional_difficulty(intercept, mdisc(loading)), index=items)
+    bench = reduced.data["benchmark"].to_series()
+    assert set(bench[auto]) == set(known.columns)
+    for name in known.columns:
+        ranks = difficulty[bench.index[bench == name]].rank(method="first").astype(int) - 1
+        bin_of_rank = np.concatenate([np.full(len(p), b) for b, p in enumerate(np.array_split(ranks, 5))])
+        picked_bins = sorted(int(bin_of_rank[ranks[i]]) for i in auto if bench[i] == name)
+        assert picked_bins == [0, 1, 2, 3, 4], (name, picked_bins)  # one per fifth of the difficulty range
+    shuffled = known.copy()
+    shuffled[:] = shuffled.to_numpy()[::-1]  # other scores: the stratified choice does not read them
+    assert list(select_for_scores(fit, shuffled, per_benchmark=5, seed=4)) == list(auto)
 
 
 def test_without_a_link_the_interval_is_for_the_score_the_llm_would_get(setting):
@@ -508,8 +539,8 @@ def test_a_link_says_which_benchmarks_have_too_few_known_scores_and_keeps_one_un
     kept = [str(i) for b in reduced.benchmark_names for i in bench.index[bench == b][:3]]
     few, *others = reduced.benchmark_names
     scores = full.loc[train].copy()
-    scores.loc[scores.index[10:], few] = np.nan  # 10 known scores: too few for 5 folds
-    with pytest.warns(UserWarning, match=rf"{few}: 10 training LLMs have a known full score; .* at least 25"):
+    scores.loc[scores.index[8:], few] = np.nan  # 8 known scores: too few for a link
+    with pytest.warns(UserWarning, match=rf"{few}: 8 training LLMs have a known full score; .* at least 10"):
         link = fit_score_link(fit, scores, items=kept, n_draws=5)
     assert few not in link.benchmarks and set(link.benchmarks) == set(reduced.benchmark_names) - {few}
     assert link.score_max == 100
@@ -528,7 +559,7 @@ def test_a_link_says_which_benchmarks_have_too_few_known_scores_and_keeps_one_un
     assert fractions.score_max == 1
     assert ScoreLink.from_json(fractions.to_json()).score_max == 1
     with pytest.raises(ValueError, match="no benchmark gets a link"):
-        fit_score_link(fit, full.loc[train[:20]], items=kept, n_draws=5)
+        fit_score_link(fit, full.loc[train[:8]], items=kept, n_draws=5)
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.posterior import responses_from_tree
 from benchmirt_bayes.summaries import CI_PROB, check_ci_prob
 
-STORAGE_FORMAT = 5
+STORAGE_FORMAT = 6
 """The one JSON layout :meth:`ScoreLink.to_json` writes and :meth:`ScoreLink.from_json` reads."""
 SPLINE_KNOTS = 5
 RIDGE = 1e-4
@@ -73,9 +73,38 @@ LINK_ATTR = "benchmirt_score_link"
 """The attr of a fit that carries its link (:func:`~benchmirt_bayes.with_score_link`)."""
 
 
+MIN_LINK_LLMS = 10
+"""Fewest training LLMs with a known full score that a benchmark's link is fitted from."""
+LLMS_PER_SPREAD_TERM = 20
+"""The interval's spread follows the ability (a regression of the absolute out-of-fold
+errors on the link's smooth terms) only with at least this many training LLMs per term;
+with fewer, that regression fits its own errors' noise (its spread is smallest exactly where
+the training errors happened to be small) and the interval under-covers, so the spread is
+one constant."""
+
+
 def min_llms_for_link(folds: int) -> int:
-    """Fewest training LLMs with a known full score that a benchmark's link is fitted from."""
-    return 5 * folds
+    """Fewest training LLMs with a known full score that a benchmark's link is fitted from.
+
+    With fewer than ``5 * folds`` the cross-fitting leaves one LLM out at a time.
+    """
+    del folds  # any number of folds works: small benchmarks leave one out
+    return MIN_LINK_LLMS
+
+
+def cross_fit_folds(n_llms: int, folds: int) -> int:
+    """The folds a link cross-fits with: ``folds``, or one per LLM when that leaves fewer than 5 per fold."""
+    return folds if n_llms >= 5 * folds else n_llms
+
+
+def conformal_quantile(ratios: np.ndarray, ci_prob: float) -> float:
+    """The split-conformal quantile of ``n`` ratios.
+
+    The ``ceil((n + 1) ci_prob)``-th smallest; the largest when ``n`` is too small for that rank.
+    """
+    ordered = np.sort(np.asarray(ratios, dtype=float))
+    rank = min(len(ordered) - 1, int(np.ceil((len(ordered) + 1) * ci_prob)) - 1)
+    return float(ordered[rank])
 
 
 # ------------------------------------------------------------------ features and designs
@@ -233,11 +262,15 @@ class BenchmarkLink:
         The single-index ``package`` curve, when that form predicted better out of fold.
     blend_weight
         The ``blend`` estimator's weight on the calibrated kept mean.
-    scale_coefficients, spread_floor, quantile, ci_prob
-        The interval: ``quantile`` × the fitted local spread (at least ``spread_floor``)
-        covers ``ci_prob`` of the training LLMs' out-of-fold errors.
+    scale_coefficients, spread_floor, quantiles, ci_prob
+        The intervals: ``quantiles[estimator]`` × the spread (a regression on the smooth
+        terms, or a constant with few training LLMs; at least ``spread_floor``) covers
+        ``ci_prob`` of that estimator's out-of-fold errors on the training LLMs.
     neighbours
         The neighbour correction of the ``package`` estimate, if it helped out of sample.
+    package_is_blend
+        ``True`` when the ``package`` estimate is the ``blend``: the regression did not beat
+        it out of fold by more than one paired standard error (:func:`regression_beats_blend`).
     training
         Out-of-fold errors per estimator and what was chosen, for reports.
 
@@ -250,19 +283,22 @@ class BenchmarkLink:
     blend_weight: float
     scale_coefficients: list[float]
     spread_floor: float
-    quantile: float
+    quantiles: dict[str, float]
     ci_prob: float
     neighbours: NeighbourCorrection | None = None
+    package_is_blend: bool = False
     training: dict[str, float] = field(default_factory=dict)
 
     @property
     def package_form(self) -> str:
-        """``"index"`` or ``"additive"``: the form of the ``package`` regression."""
+        """``"blend"``, ``"index"`` or ``"additive"``: what the ``package`` estimate is."""
+        if self.package_is_blend:
+            return "blend"
         return "index" if self.index is not None else "additive"
 
     def predict(self, features: LinkFeatures, estimator: str = "package") -> np.ndarray:
         """One estimator's estimate (before any neighbour correction)."""
-        if estimator == "blend":
+        if estimator == "blend" or (estimator == "package" and self.package_is_blend):
             naive, irt = self.predict(features, "naive"), self.predict(features, "irt")
             return self.blend_weight * naive + (1 - self.blend_weight) * irt
         x = self.design.matrix(features, estimator)[0]
@@ -270,10 +306,10 @@ class BenchmarkLink:
             return self.index.predict(x)
         return x @ np.asarray(self.coefficients[estimator])
 
-    def half_width(self, features: LinkFeatures) -> np.ndarray:
-        """Each unit's interval half-width."""
+    def half_width(self, features: LinkFeatures, estimator: str = "package") -> np.ndarray:
+        """Each unit's interval half-width for one estimator."""
         spread = self.design.matrix(features, "irt")[0] @ np.asarray(self.scale_coefficients)
-        return self.quantile * np.maximum(spread, self.spread_floor)
+        return self.quantiles[estimator] * np.maximum(spread, self.spread_floor)
 
     @classmethod
     def fit(
@@ -312,6 +348,7 @@ class BenchmarkLink:
 
         """
         design = LinkDesign.from_features(features)
+        folds = cross_fit_folds(len(target), folds)
         fold_of = rng.permutation(len(target)) % folds
         fitted = _CrossFit(design, features, target, fold_of, folds)
         form, answer_ridge = fitted.best_package()
@@ -331,24 +368,35 @@ class BenchmarkLink:
         out_of_fold["package"] = raw_estimate + correction(
             raw_residual, neighbours, among, kernel, raw_estimate, raw_estimate
         )
+        out_of_fold["blend"] = blend_weight * out_of_fold["naive"] + (1 - blend_weight) * out_of_fold["irt"]
         residual = target - out_of_fold["package"]
         scale_design = design.matrix(features, "irt")
-        scale_beta = ridge(scale_design, np.abs(residual))
+        if len(target) >= LLMS_PER_SPREAD_TERM * scale_design[0].shape[1]:
+            scale_beta = ridge(scale_design, np.abs(residual))
+        else:
+            scale_beta = np.zeros(scale_design[0].shape[1])
+            scale_beta[0] = 1.0  # the intercept column: one spread for every LLM
         floor = 0.1 * float(np.median(np.abs(residual))) + 1e-9
         spread = np.maximum(scale_design[0] @ scale_beta, floor)
-        ratio = np.sort(np.abs(residual) / spread)
-        rank = min(len(ratio) - 1, int(np.ceil((len(ratio) + 1) * ci_prob)) - 1)
+        quantiles = {
+            kind: conformal_quantile(np.abs(target - value) / spread, ci_prob)
+            for kind, value in out_of_fold.items()
+        }
         rmse = {kind: float(np.sqrt(np.mean((target - value) ** 2))) for kind, value in out_of_fold.items()}
-        blended = blend_weight * out_of_fold["naive"] + (1 - blend_weight) * out_of_fold["irt"]
-        rmse["blend"] = float(np.sqrt(np.mean((target - blended) ** 2)))
+        package_is_blend = not regression_beats_blend(target, out_of_fold["package"], out_of_fold["blend"])
+        if package_is_blend:
+            quantiles["package"] = quantiles["blend"]
+            kernel, count = None, 0
         training = (
             {f"out_of_fold_rmse_{kind}": value for kind, value in rmse.items()}
             | {f"out_of_fold_rmse_{name}": fitted.best_rmse(name) for name in FORMS}
             | {
                 "n_llms": float(len(target)),
+                "folds": float(folds),
                 "outliers_left_out": float(np.sum(~inlier)),
                 "item_ridge": answer_ridge,
                 "neighbour_count": float(count),
+                "package_is_blend": float(package_is_blend),
             }
             | dict(zip(("neighbour_length", "neighbour_noise"), kernel or (), strict=False))
         )
@@ -369,9 +417,10 @@ class BenchmarkLink:
             blend_weight=blend_weight,
             scale_coefficients=[float(b) for b in scale_beta],
             spread_floor=floor,
-            quantile=float(ratio[rank]),
+            quantiles=quantiles,
             ci_prob=float(ci_prob),
             neighbours=correction_part,
+            package_is_blend=package_is_blend,
             training=training,
         )
 
@@ -446,6 +495,20 @@ class _CrossFit:
 
     def best_rmse(self, form: str) -> float:
         return float(np.sqrt(min(self.mse[form, r] for r in self.ridges[form])))
+
+
+def regression_beats_blend(target: np.ndarray, regression: np.ndarray, blend: np.ndarray) -> bool:
+    """Whether the regression's out-of-fold squared errors beat the blend's by a paired SE.
+
+    True when their mean is below the blend's by more than one paired standard error. The
+    ``package`` regression has many terms; with few training LLMs its choice of form and
+    penalty fits their noise, and it can predict new LLMs worse than the two-term blend. So
+    it is used only where it wins clearly.
+    """
+    difference = (target - regression) ** 2 - (target - blend) ** 2
+    if len(difference) < 2:
+        return False
+    return bool(difference.mean() < -difference.std(ddof=1) / np.sqrt(len(difference)))
 
 
 def _blend_weight(naive: np.ndarray, irt: np.ndarray, target: np.ndarray) -> float:
@@ -527,7 +590,7 @@ class ScoreLink:
             if len(rows) < min_llms_for_link(folds):
                 unlinked[name] = (
                     f"{len(rows)} training LLMs have a known full score; "
-                    f"a link needs at least {min_llms_for_link(folds)} ({folds} folds × 5)"
+                    f"a link needs at least {min_llms_for_link(folds)}"
                 )
                 continue
             if not np.any(bench_of_item[kept_columns] == str(name)):
@@ -673,9 +736,9 @@ def score_table(
             irt = predicted_mean_score(abilities, item_draws, cols, outcomes, ci_prob)
             results = {"irt_fitted_items": tuple(unit * irt[key] for key in ("mean", "lower", "upper"))}
         else:
-            half = bench_link.half_width(features)
             results = {}
             for kind in estimators:
+                half = bench_link.half_width(features, kind)
                 estimate = bench_link.predict(features, kind)
                 if kind == "package" and bench_link.neighbours is not None:
                     if reference is None:

@@ -8,9 +8,15 @@ per benchmark, adds at each step the item that most reduces the residual sum of 
 given the items already chosen (an orthogonalised greedy search: each candidate is
 residualised against the chosen items, and its gain is ``(x̃·r)² / x̃·x̃``). Items whose
 answers repeat those already kept gain nothing, so the subset spreads over what the
-full score depends on. The selection is learned on training LLMs only; the link
-(:func:`~benchmirt_bayes.analyses.score_estimation.fit_score_link`) and its error are
-then measured on others.
+full score depends on.
+
+Stepwise regression learns from the full scores, so it overfits them when few are known:
+with tens of training LLMs it picks items that happen to track *their* scores, loses to
+items that ignore the scores, and the link's out-of-fold errors (hence its intervals) do
+not see that the items were chosen on the same LLMs. Below :data:`STEPWISE_MIN_LLMS` LLMs
+with known scores the default therefore stratifies instead: equal-count bins of the items'
+multidimensional difficulty, one seeded random item from each, which spreads the subset
+over the benchmark without looking at the scores.
 """
 
 from __future__ import annotations
@@ -22,10 +28,18 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from benchmirt_bayes.posterior import responses_from_tree
+from benchmirt_bayes.posterior import point_parameters, responses_from_tree
+from benchmirt_bayes.response_types.base import mdisc, multidimensional_difficulty
 
 MIN_LLMS = 20
-"""Fewest LLMs with a known full score for a benchmark's selection."""
+"""Fewest LLMs with a known full score for a benchmark's stepwise selection."""
+STEPWISE_MIN_LLMS = 1000
+"""Under ``method="auto"``, benchmarks with fewer LLMs of known full score get stratified
+items instead of stepwise ones (``benchmarks/small_population_scores.py``: at 40–112
+training LLMs stepwise items gave larger errors than random ones and intervals covering a
+third to two thirds; at 3,400–4,400 they gave the smallest errors and intervals covering
+89–91 %)."""
+SCORE_SELECTIONS = ("auto", "stepwise", "stratified")
 
 
 def score_frame(
@@ -102,6 +116,8 @@ def select_for_scores(
     per_benchmark: int | None = None,
     fraction: float | None = None,
     responses=None,
+    method: str = "auto",
+    seed: int = 0,
 ) -> pd.Index:
     """Per benchmark, the items whose answers best predict the full-benchmark score.
 
@@ -120,6 +136,14 @@ def select_for_scores(
     responses
         The training LLMs' responses (default: the fit's own data). Unanswered cells count
         as the item's mean answer.
+    method
+        ``"stepwise"`` (forward stepwise regression of the known full scores on the
+        answers), ``"stratified"`` (one seeded random item from each of equal-count bins of
+        difficulty; the scores are not used), or ``"auto"`` (default): stepwise in
+        benchmarks with at least :data:`STEPWISE_MIN_LLMS` LLMs of known score, stratified
+        in the others (see the module docstring for why).
+    seed
+        Seed of the stratified draws.
 
     Returns
     -------
@@ -135,8 +159,8 @@ def select_for_scores(
     Raises
     ------
     ValueError
-        Neither or both sizes given, or no benchmark with scores for at least
-        :data:`MIN_LLMS` of the LLMs.
+        Neither or both sizes given, an unknown method, or no benchmark with scores for at
+        least :data:`MIN_LLMS` of the LLMs (stepwise) or for any (stratified).
 
     """
     if (per_benchmark is None) == (fraction is None):
@@ -145,11 +169,15 @@ def select_for_scores(
         raise ValueError(f"per_benchmark must be at least 1, got {per_benchmark}")
     if fraction is not None and not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    if method not in SCORE_SELECTIONS:
+        raise ValueError(f"method must be one of {SCORE_SELECTIONS}, got {method!r}")
     fitted = responses_from_tree(posterior)
     responses = responses if responses is not None else fitted
     benchmark_of = fitted.data["benchmark"].to_series().astype(str)
     scores = score_frame(full_scores, fitted.benchmark_names)
     llms = responses.llms.astype(str)
+    difficulty = pd.Series(_difficulty(posterior), index=posterior["posterior"]["item"].values.astype(str))
+    rng = np.random.default_rng(seed)
     chosen: list[str] = []
     usable = []
     short = []  # benchmarks that get fewer items than asked, and why
@@ -158,13 +186,21 @@ def select_for_scores(
         if items.empty:
             continue
         target, rows = known_scores(scores, name, llms)
+        size = per_benchmark if per_benchmark is not None else max(1, round(fraction * len(items)))
+        rule = method if method != "auto" else "stepwise" if len(rows) >= STEPWISE_MIN_LLMS else "stratified"
+        if rule == "stratified" and len(rows):
+            usable.append(str(name))
+            picked = stratified_items(difficulty[items].to_numpy(), size, rng)
+            chosen += [str(items[j]) for j in picked]
+            if len(picked) < size:
+                short.append(f"{name}: {len(picked)} of {size} (it has {len(items)} fitted items)")
+            continue
         if len(rows) < MIN_LLMS:
             continue
         usable.append(str(name))
         answers = responses.data.sel(item=list(items)).transpose("llm", "item").values[rows]
         answers = np.where(np.isnan(answers), np.nanmean(answers, axis=0), answers)
         answers = np.nan_to_num(answers, nan=0.0)
-        size = per_benchmark if per_benchmark is not None else max(1, round(fraction * len(items)))
         picked = forward_stepwise(answers, target[rows], size)
         chosen += [str(items[j]) for j in picked]
         if len(picked) < size:
@@ -174,11 +210,24 @@ def select_for_scores(
             )
     if not usable:
         raise ValueError(
-            f"no benchmark of the fit has full scores for at least {MIN_LLMS} of its LLMs "
-            f"(score columns: {list(map(str, scores.columns))})"
+            f"no benchmark of the fit has full scores for enough of its LLMs (stepwise needs {MIN_LLMS}, "
+            f"stratified one; score columns: {list(map(str, scores.columns))})"
         )
     if short:
         warnings.warn(
             "select_for_scores keeps fewer items than asked in " + "; ".join(short), UserWarning, stacklevel=2
         )
     return pd.Index(chosen, name="item")
+
+
+def _difficulty(posterior: xr.DataTree) -> np.ndarray:
+    """Each item's multidimensional difficulty at the posterior means."""
+    loading, intercept, _, _ = point_parameters(posterior)
+    return multidimensional_difficulty(intercept, mdisc(loading))
+
+
+def stratified_items(difficulty: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """One random position from each of ``size`` equal-count bins of ``difficulty`` (sorted)."""
+    order = np.argsort(difficulty, kind="stable")
+    bins = [part for part in np.array_split(order, min(size, len(order))) if part.size]
+    return np.sort(np.array([rng.choice(part) for part in bins], dtype=np.int64))

@@ -1,0 +1,211 @@
+"""The score route at 20, 50 and 140 LLMs on real data: calibrated, and never worse than the simple estimate?
+
+A researcher with a few dozen LLMs of known full score wants the full scores of new LLMs
+from a few items. For each population size ``N`` (20, 50, 140), ``N`` LLMs are sampled
+(seeded) from a real set, split into 5 folds; each fold is held out in turn, the others
+are the training LLMs: a fit of their responses (``fit_posterior`` with its defaults for
+the data: 2 dimensions on the joint set, the 1-dimension ``2pl`` spec on a single
+benchmark), items chosen on them, a link to the full score (``fit_score_link``) and
+estimates for the held-out LLMs (``estimate_scores``). The truth is the LLM's score on
+every item of the benchmark (``scores_<bench>_all_models.csv``), not only the fitted ones.
+
+Routes (``selection / estimator``): ``stepwise / package`` and ``stratified / package``
+(``select_for_scores`` with that method, then the default link; ``method="auto"`` takes
+stratified below 1,000 LLMs of known score), ``random / package``, and the simple
+estimate the issue names, ``random / blend`` (tinyBenchmarks' idea: the IRT expectation
+blended with the observed mean, the weight learned on the training LLMs), plus the raw
+mean of the random items (no interval). Printed per (set, N, items per benchmark, route):
+coverage of the 90 % intervals, mean width, MAE (points) and the MAE difference to
+``random / blend`` with its paired SE (over held-out LLM × benchmark cells).
+
+    python benchmarks/small_population_scores.py                       # both sets, ~1 h on 2 cores
+    python benchmarks/small_population_scores.py --sets gsm8k --sizes 50 --folds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import subprocess
+import time
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from bench_tables import markdown_table
+
+from benchmirt_bayes import (
+    estimate_scores,
+    fit_posterior,
+    fit_score_link,
+    load_open_llm_leaderboard,
+    load_responses,
+    select_for_scores,
+)
+from benchmirt_bayes.data.real_data import OPEN_LLM_BENCHMARKS, load_open_llm_leaderboard_reference
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "open_llm_leaderboard_v1"
+ROUTES = (("stepwise", "package"), ("stratified", "package"), ("random", "package"), ("random", "blend"))
+REFERENCE = "random / blend"
+
+
+def load_set(name: str):
+    """Responses and known full scores (percent) of the joint set or one benchmark's file."""
+    if name == "joint":
+        responses = load_open_llm_leaderboard(SHARED)
+        benchmarks = list(OPEN_LLM_BENCHMARKS)
+    else:
+        responses = load_responses(
+            SHARED / f"responses_{name}.csv.gz", format="wide", llm_col="model", benchmark=name
+        )
+        benchmarks = [name]
+    scores = pd.DataFrame(
+        {b: load_open_llm_leaderboard_reference(SHARED, b)["full_score"] for b in benchmarks}
+    )
+    llms = [str(x) for x in responses.llms if str(x) in scores.index and scores.loc[str(x)].notna().all()]
+    return responses.subset(llms=llms), scores.loc[llms]
+
+
+def random_items(responses, k: int, rng: np.random.Generator) -> list[str]:
+    benchmarks = responses.benchmarks.astype(str)
+    return [
+        str(i)
+        for b in responses.benchmark_names
+        for i in rng.choice(
+            responses.items[benchmarks == str(b)], min(k, int((benchmarks == str(b)).sum())), replace=False
+        )
+    ]
+
+
+def fold_rows(set_name, responses, scores, size, fold, folds, budgets, seed, log) -> list[dict]:
+    rng = np.random.default_rng([seed, size])
+    sample = rng.permutation(responses.llms.astype(str))[:size]
+    fold_of = np.arange(size) % folds
+    train, test = list(sample[fold_of != fold]), list(sample[fold_of == fold])
+    n_dims = 2 if set_name == "joint" else 1
+    spec = "exploratory" if set_name == "joint" else "2pl"
+    start = time.perf_counter()
+    fit = fit_posterior(responses.subset(llms=train), n_dims, spec=spec, seed=seed + fold, progressbar=False)
+    log(f"{set_name} N={size} fold {fold}: {fit.attrs.get('method')} fit {time.perf_counter() - start:.0f} s")
+    truth = scores.loc[test]
+    rows = []
+    for k in budgets:
+        picks = {"random": random_items(responses, k, np.random.default_rng([seed, size, fold, k]))}
+        for rule in ("stratified", "stepwise"):
+            try:
+                chosen = select_for_scores(
+                    fit, scores.loc[train], per_benchmark=k, method=rule, seed=seed + fold
+                )
+                picks[rule] = list(chosen)
+            except ValueError as error:
+                log(f"  {rule} at {k}: {error}")
+        for selection, items in picks.items():
+            try:
+                link = fit_score_link(fit, scores.loc[train], items=items, seed=seed)
+            except ValueError as error:
+                log(f"  link at {k} ({selection}): {error}")
+                continue
+            answers = responses.subset(llms=test).data.sel(item=items).to_pandas()
+            estimators = [e for s, e in ROUTES if s == selection]
+            table = estimate_scores(fit, answers, link=link, estimator=estimators)
+            for row in table.itertuples():
+                actual = float(truth.at[row.llm, row.benchmark])
+                common = {"set": set_name, "N": size, "fold": fold, "k": k, "llm": row.llm}
+                common |= {"benchmark": row.benchmark, "truth": actual}
+                rows.append(
+                    common
+                    | {
+                        "route": f"{selection} / {row.estimator}",
+                        "estimate": row.mean,
+                        "lower": row.lower,
+                        "upper": row.upper,
+                    }
+                )
+                if selection == "random" and row.estimator == "blend":
+                    raw = {"route": "random / raw mean", "estimate": 100 * row.kept_mean}
+                    rows.append(common | raw | {"lower": np.nan, "upper": np.nan})
+    log(f"{set_name} N={size} fold {fold}: done {time.perf_counter() - start:.0f} s")
+    return rows
+
+
+def summarise(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame.copy()
+    frame["abs_error"] = (frame["estimate"] - frame["truth"]).abs()
+    frame["covered"] = ((frame["lower"] <= frame["truth"]) & (frame["truth"] <= frame["upper"])).astype(float)
+    frame.loc[frame["lower"].isna(), "covered"] = np.nan
+    frame["width"] = frame["upper"] - frame["lower"]
+    cell = ["set", "N", "fold", "k", "llm", "benchmark"]
+    reference = frame[frame["route"] == REFERENCE].set_index(cell)["abs_error"]
+    rows = []
+    for (set_name, size, k, route), part in frame.groupby(["set", "N", "k", "route"]):
+        paired = part.set_index(cell)["abs_error"] - reference.reindex(part.set_index(cell).index)
+        paired = paired.dropna()
+        rows.append(
+            {
+                "set": set_name,
+                "N": size,
+                "items": k,
+                "route": route,
+                "cells": len(part),
+                "coverage_90": part["covered"].mean(),
+                "width": part["width"].mean(),
+                "mae": part["abs_error"].mean(),
+                "mae_minus_blend": paired.mean() if len(paired) else np.nan,
+                "paired_se": paired.std(ddof=1) / np.sqrt(len(paired)) if len(paired) > 1 else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--sets", nargs="+", default=["joint", "gsm8k"], choices=["joint", *OPEN_LLM_BENCHMARKS]
+    )
+    parser.add_argument("--sizes", nargs="+", type=int, default=[20, 50, 140])
+    parser.add_argument("--items", nargs="+", type=int, default=[10, 25, 50, 100])
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--run-folds", type=int, default=None, help="run only the first few folds")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="benchmark_results/small_population_scores")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    command = "python benchmarks/small_population_scores.py " + " ".join(
+        f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
+        for k, v in vars(args).items()
+        if v is not None and k != "out"
+    )
+    header = (
+        f"*{datetime.now(UTC):%Y-%m-%d %H:%M} UTC · {platform.node()} ({platform.machine()}) · "
+        f"commit {commit} · `{command}`*"
+    )
+    print(header, flush=True)
+    start = time.perf_counter()
+
+    def log(text: str) -> None:
+        print(f"[{time.perf_counter() - start:6.0f} s] {text}", flush=True)
+
+    rows = []
+    for set_name in args.sets:
+        responses, scores = load_set(set_name)
+        for size in args.sizes:
+            for fold in range(args.run_folds or args.folds):
+                rows += fold_rows(
+                    set_name, responses, scores, size, fold, args.folds, args.items, args.seed, log
+                )
+                pd.DataFrame(rows).to_csv(out / "predictions.csv", index=False)
+    table = summarise(pd.DataFrame(rows))
+    text = f"{header}\n\n{markdown_table(table, 3)}\n\ntotal {time.perf_counter() - start:.0f} s\n"
+    (out / "results.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
