@@ -1,11 +1,12 @@
 """The audits on planted simulations: recovery of planted effects and false-positive rates on clean data.
 
-Two simulated sets at the built-in scale (100 LLMs × 34,312 items; ``--scale`` for less):
-one with planted findings (10 base/modified pairs whose safety drops by 0–1.5 SD,
-40 contaminated LLM × benchmark cells, 60 DIF items for one LLM family, 40 flipped keys),
-and one clean (the same design, nothing planted). Both are fitted with ``fit_posterior``'s
-defaults for ``--method`` (ADVI by default: minutes at this scale). Printed, with date,
-machine and commit:
+Two simulated sets at the built-in scale (100 LLMs × 34,312 items; ``--scale`` and
+``--llms`` for others): one with planted findings (at 100 LLMs: 10 base/modified pairs whose
+safety drops by 0–1.5 SD, 40 contaminated LLM × benchmark cells, 60 DIF items for one LLM
+family, 40 flipped keys; pairs and contaminated cells in proportion to the LLMs), and one
+clean (the same design, nothing planted). Both are fitted with ``fit_posterior``'s defaults
+for ``--method`` (ADVI by default: minutes at this scale). Printed, with date, machine and
+commit:
 
 * pairs: the planted safety shift against the posterior difference (90 % interval), in the
   truth's whitened frame aligned to the fit (rotations change no prediction);
@@ -16,6 +17,7 @@ machine and commit:
 
     python benchmarks/audit_calibration.py               # about 30 minutes on 2 cores
     python benchmarks/audit_calibration.py --scale 0.1   # minutes
+    python benchmarks/audit_calibration.py --scale 0.05 --llms 20 --method nuts
 """
 
 from __future__ import annotations
@@ -40,7 +42,12 @@ from benchmirt_bayes import (
 from benchmirt_bayes.rotations import procrustes, whitened_frame
 from benchmirt_bayes.simulation.audit_plants import FOCAL_FAMILY, AuditPlan
 
-PLAN = AuditPlan(n_pairs=10, n_contaminated=40, n_dif_items=60, n_flipped=40)
+
+def plan_for(n_llms: int) -> AuditPlan:
+    """The planted findings: at 100 LLMs 10 pairs and 40 contaminated cells, in proportion elsewhere."""
+    return AuditPlan(
+        n_pairs=max(2, n_llms // 10), n_contaminated=max(4, round(0.4 * n_llms)), n_dif_items=60, n_flipped=40
+    )
 
 
 def fit(responses, method: str):
@@ -79,7 +86,7 @@ def pair_table(fit_tree, truth) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def rates(planted_fit, planted, clean_fit) -> list[dict]:
+def rates(planted_fit, planted, clean_fit, plan: AuditPlan) -> list[dict]:
     truth = planted.truth
     rows = []
     cont = truth["contaminated"].to_series()
@@ -106,7 +113,7 @@ def rates(planted_fit, planted, clean_fit) -> list[dict]:
     flagged = dif[dif["flagged"]]
     rows.append(
         {
-            "audit": f"DIF (family {FOCAL_FAMILY!r}, shift ±{PLAN.dif_shift})",
+            "audit": f"DIF (family {FOCAL_FAMILY!r}, shift ±{plan.dif_shift})",
             "planted": len(dif_items),
             "recall / top-k precision": round(
                 float(dif.head(len(dif_items))["item"].isin(dif_items).mean()), 3
@@ -145,17 +152,22 @@ def main() -> None:
     )
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--method", default="advi", choices=["advi", "nuts"])
+    parser.add_argument("--llms", type=int, default=100)
     parser.add_argument("--seed", type=int, default=20260301)
     args = parser.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
     command = "python benchmarks/audit_calibration.py" + (f" --scale {args.scale}" if args.scale != 1 else "")
+    command += (f" --llms {args.llms}" if args.llms != 100 else "") + (
+        f" --method {args.method}" if args.method != "advi" else ""
+    )
     print(
         f"# Audits on planted simulations, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()} "
         f"({platform.machine()}), commit {commit.strip()}, method {args.method}, `{command}`\n"
     )
     start = time.perf_counter()
-    planted = simulate_benchmirt(scale=args.scale, seed=args.seed, audits=PLAN)
-    clean = simulate_benchmirt(scale=args.scale, seed=args.seed + 1, audits=AuditPlan())  # families only
+    plan = plan_for(args.llms)
+    planted = simulate_benchmirt(scale=args.scale, n_llms=args.llms, seed=args.seed, audits=plan)
+    clean = simulate_benchmirt(scale=args.scale, n_llms=args.llms, seed=args.seed + 1, audits=AuditPlan())
     planted_fit, clean_fit = fit(planted.responses, args.method), fit(clean.responses, args.method)
     print(
         f"{planted.responses} and {clean.responses} fitted in {time.perf_counter() - start:.0f} s\n",
@@ -170,7 +182,7 @@ def main() -> None:
         f"pairs; of the {len(big)} pairs with a shift of at least 0.5 SD, {big['excludes 0'].sum()} "
         "exclude 0.\n"
     )
-    print("## Flags\n\n" + markdown_table(pd.DataFrame(rates(planted_fit, planted, clean_fit))) + "\n")
+    print("## Flags\n\n" + markdown_table(pd.DataFrame(rates(planted_fit, planted, clean_fit, plan))) + "\n")
     print(f"total {time.perf_counter() - start:.0f} s")
 
 

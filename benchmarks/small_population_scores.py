@@ -88,7 +88,7 @@ def fold_rows(set_name, responses, scores, size, fold, folds, budgets, seed, log
     spec = "exploratory" if set_name == "joint" else "2pl"
     start = time.perf_counter()
     fit = fit_posterior(responses.subset(llms=train), n_dims, spec=spec, seed=seed + fold, progressbar=False)
-    log(f"{set_name} N={size} fold {fold}: {fit.attrs.get('method')} fit {time.perf_counter() - start:.0f} s")
+    log(f"{set_name} N={size} fold {fold}: fit {time.perf_counter() - start:.0f} s")
     truth = scores.loc[test]
     rows = []
     for k in budgets:

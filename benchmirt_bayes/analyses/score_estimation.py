@@ -103,7 +103,7 @@ def fit_score_link(
     ValueError
         A score column that is not a benchmark of the fit, a score that is not a finite
         number, no training LLM with a known score, or no benchmark with enough of them
-        (:func:`min_llms_for_link`) and a kept item.
+        (:data:`~benchmirt_bayes.analyses.score_link.MIN_LINK_LLMS`) and a kept item.
 
     Warns
     -----

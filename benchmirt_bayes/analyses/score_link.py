@@ -83,20 +83,6 @@ the training errors happened to be small) and the interval under-covers, so the 
 one constant."""
 
 
-def min_llms_for_link(folds: int) -> int:
-    """Fewest training LLMs with a known full score that a benchmark's link is fitted from.
-
-    With fewer than ``5 * folds`` the cross-fitting leaves one LLM out at a time.
-    """
-    del folds  # any number of folds works: small benchmarks leave one out
-    return MIN_LINK_LLMS
-
-
-def cross_fit_folds(n_llms: int, folds: int) -> int:
-    """The folds a link cross-fits with: ``folds``, or one per LLM when that leaves fewer than 5 per fold."""
-    return folds if n_llms >= 5 * folds else n_llms
-
-
 def conformal_quantile(ratios: np.ndarray, ci_prob: float) -> float:
     """The split-conformal quantile of ``n`` ratios.
 
@@ -336,7 +322,7 @@ class BenchmarkLink:
         ci_prob
             Coverage of the conformal interval.
         folds
-            Cross-fitting folds (the form, the answers' ridge, the blend weight, the
+            Cross-fitting folds, at most one per LLM (the form, the answers' ridge, the blend weight, the
             neighbour kernel and the interval all come from out-of-fold errors).
         rng
             Draws the folds and the kernel's seed.
@@ -348,7 +334,7 @@ class BenchmarkLink:
 
         """
         design = LinkDesign.from_features(features)
-        folds = cross_fit_folds(len(target), folds)
+        folds = min(folds, len(target))
         fold_of = rng.permutation(len(target)) % folds
         fitted = _CrossFit(design, features, target, fold_of, folds)
         form, answer_ridge = fitted.best_package()
@@ -587,10 +573,10 @@ class ScoreLink:
         neighbours_of = {}  # benchmarks with the same known LLMs (a joint fit) share one search
         for name in scores.columns:
             target, rows = known_scores(scores, name, llms)
-            if len(rows) < min_llms_for_link(folds):
+            if len(rows) < MIN_LINK_LLMS:
                 unlinked[name] = (
                     f"{len(rows)} training LLMs have a known full score; "
-                    f"a link needs at least {min_llms_for_link(folds)}"
+                    f"a link needs at least {MIN_LINK_LLMS}"
                 )
                 continue
             if not np.any(bench_of_item[kept_columns] == str(name)):

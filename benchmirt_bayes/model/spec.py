@@ -88,8 +88,9 @@ class InterceptPrior:
     subgroup_sigma: float
     noncentered: bool | str
     """``True`` (every benchmark non-centred), ``False`` (every benchmark centred) or
-    ``"auto"``: centred in benchmarks with at least :data:`CENTRED_INTERCEPT_ITEMS` items,
-    non-centred in smaller ones (:func:`noncentred_benchmarks`)."""
+    ``"auto"``: centred in benchmarks with at least :data:`CENTRED_INTERCEPT_ITEMS` items
+    answered by a median of :data:`CENTRED_INTERCEPT_RESPONSES` LLMs, non-centred in the
+    others (:func:`noncentred_benchmarks`)."""
 
 
 @dataclass(frozen=True)
