@@ -607,3 +607,41 @@ def test_the_score_link_works_on_a_three_dimension_fit_of_the_real_leaderboard()
     rmse = table.groupby("estimator")["error"].apply(lambda e: float(np.sqrt(np.mean(e**2))))
     assert rmse["package"] < rmse["naive"]
     assert 0.8 <= table.loc[table["estimator"] == "package", "covered"].mean() <= 0.97
+
+
+def test_the_regression_is_kept_only_where_it_beats_the_blend_by_a_paired_se():
+    from benchmirt_bayes.analyses.score_link import regression_beats_blend
+
+    rng = np.random.default_rng(0)
+    target = rng.normal(50, 10, 200)
+    close = target + rng.normal(0, 1, 200)
+    far = target + rng.normal(0, 3, 200)
+    assert regression_beats_blend(target, close, far)
+    assert not regression_beats_blend(target, far, close)
+    equally_good = target + rng.normal(0, 1, 200)
+    assert not regression_beats_blend(target, close, equally_good)  # no clear win: the blend
+    assert not regression_beats_blend(target[:1], close[:1], far[:1])
+
+
+def test_a_link_from_few_llms_has_one_spread_and_intervals_that_cover(setting):
+    """15 training LLMs of known score: a link (leave-fold-out), one spread for every LLM, and
+    per-estimator conformal quantiles whose intervals cover held-out LLMs."""
+    _, reduced, full, train, test, fit = setting
+    kept = list(select_for_scores(fit, full.loc[train], per_benchmark=8, seed=1))
+    link = fit_score_link(fit, full.loc[train[:15]], items=kept, n_draws=10)
+    assert set(link.benchmarks) == set(reduced.benchmark_names)
+    answers = reduced.data.sel(llm=list(test), item=kept).to_pandas()
+    table = estimate_scores(fit, answers, link=link, estimator=["package", "blend"], n_draws=10)
+    table["truth"] = [full.loc[llm, b] for llm, b in zip(table["llm"], table["benchmark"], strict=True)]
+    width = (
+        (table["upper"] - table["lower"])
+        .groupby([table["estimator"], table["benchmark"]])
+        .agg(["min", "max"])
+    )
+    np.testing.assert_allclose(width["min"], width["max"], rtol=1e-9)  # one spread per benchmark
+    for bench in link.benchmarks.values():
+        assert bench.training["n_llms"] == 15 and bench.training["folds"] == 5
+        if bench.package_is_blend:
+            assert bench.neighbours is None and bench.quantiles["package"] == bench.quantiles["blend"]
+    covered = (table["lower"] <= table["truth"]) & (table["truth"] <= table["upper"])
+    assert covered.groupby(table["estimator"]).mean().min() >= 0.8

@@ -354,6 +354,9 @@ def sample_model(
     nutpie model compiled from it once (:func:`~benchmirt_bayes.inference.nutpie_run.compile_nutpie`)
     as ``nutpie_model``; ``responses`` must be the data set the model holds.
     """
+    if nutpie_model is not None and (settings.nuts is None or settings.nuts.sampler != "nutpie"):
+        sampler = settings.nuts.sampler if settings.nuts is not None else settings.method
+        raise ValueError(f"a compiled nutpie model was given, but this fit samples with {sampler!r}")
     # where ADVI and MAP start: the configured start for the first restart, prior draws after
     configured = settings.advi.init if settings.advi is not None else "spectral"
     init = configured if restart == 0 else "prior"
