@@ -20,6 +20,7 @@ coverage of the 90 % intervals, mean width, MAE (points) and the MAE difference 
 
     python benchmarks/small_population_scores.py                       # both sets, ~1 h on 2 cores
     python benchmarks/small_population_scores.py --sets gsm8k --sizes 50 --folds 2
+    python benchmarks/small_population_scores.py --summarise A/predictions.csv B/predictions.csv
 """
 
 from __future__ import annotations
@@ -170,6 +171,9 @@ def main() -> None:
     parser.add_argument("--run-folds", type=int, default=None, help="run only the first few folds")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="benchmark_results/small_population_scores")
+    parser.add_argument(
+        "--summarise", nargs="+", default=None, metavar="CSV", help="tables from earlier runs"
+    )
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     out = Path(args.out)
@@ -192,6 +196,10 @@ def main() -> None:
     def log(text: str) -> None:
         print(f"[{time.perf_counter() - start:6.0f} s] {text}", flush=True)
 
+    if args.summarise:
+        table = summarise(pd.concat([pd.read_csv(path) for path in args.summarise], ignore_index=True))
+        print(markdown_table(table, 3))
+        return
     rows = []
     for set_name in args.sets:
         responses, scores = load_set(set_name)
