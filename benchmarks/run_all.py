@@ -120,6 +120,14 @@ BENCHMARKS = (
         ("--folds", "2"),
     ),
     Benchmark(
+        "small_population_scores",
+        "The score route at 20, 50 and 140 LLMs",
+        "small_population_scores.py",
+        ("--sets", "gsm8k", "--sizes", "50", "--run-folds", "2", "--out", "{out}"),
+        ("--out", "{out}"),
+        table_file="results.md",
+    ),
+    Benchmark(
         "sbc",
         "Simulation-based calibration of NUTS and ADVI at small sizes",
         "sbc.py",

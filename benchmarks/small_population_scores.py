@@ -160,6 +160,33 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+DEFAULT = "stratified / package"
+"""What ``select_for_scores`` and ``fit_score_link`` do by default below 1,000 LLMs of known score."""
+
+
+def headline(table: pd.DataFrame) -> pd.DataFrame:
+    """Per set, N and items: the default route against the blend, and stepwise items for contrast."""
+    keys = ["set", "N", "items"]
+    wide = table.pivot_table(
+        index=keys, columns="route", values=["coverage_90", "width", "mae", "mae_minus_blend", "paired_se"]
+    )
+    out = pd.DataFrame(index=wide.index)
+    out["default coverage"] = wide["coverage_90", DEFAULT]
+    out["default width"] = wide["width", DEFAULT]
+    out["default MAE"] = wide["mae", DEFAULT]
+    out["blend coverage"] = wide["coverage_90", REFERENCE]
+    out["blend MAE"] = wide["mae", REFERENCE]
+    out["default − blend (paired SE)"] = [
+        f"{d:+.2f} ({se:.2f})"
+        for d, se in zip(wide["mae_minus_blend", DEFAULT], wide["paired_se", DEFAULT], strict=True)
+    ]
+    if ("coverage_90", "stepwise / package") in wide.columns:
+        out["stepwise coverage"] = wide["coverage_90", "stepwise / package"]
+        out["stepwise MAE"] = wide["mae", "stepwise / package"]
+    out["held-out cells"] = table[table["route"] == DEFAULT].set_index(keys)["cells"]
+    return out.reset_index()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -198,7 +225,7 @@ def main() -> None:
 
     if args.summarise:
         table = summarise(pd.concat([pd.read_csv(path) for path in args.summarise], ignore_index=True))
-        print(markdown_table(table, 3))
+        print(markdown_table(headline(table), 3) + "\n\n" + markdown_table(table, 3))
         return
     rows = []
     for set_name in args.sets:
@@ -210,7 +237,8 @@ def main() -> None:
                 )
                 pd.DataFrame(rows).to_csv(out / "predictions.csv", index=False)
     table = summarise(pd.DataFrame(rows))
-    text = f"{header}\n\n{markdown_table(table, 3)}\n\ntotal {time.perf_counter() - start:.0f} s\n"
+    tables = f"{markdown_table(headline(table), 3)}\n\n{markdown_table(table, 3)}"
+    text = f"{header}\n\n{tables}\n\ntotal {time.perf_counter() - start:.0f} s\n"
     (out / "results.md").write_text(text)
     print(text)
 

@@ -105,3 +105,27 @@ def test_run_all_passes_metabench_on_to_the_scripts_that_compare_with_it(tmp_pat
     assert "need a checkout" in without and "--metabench" not in without.split("need a checkout")[0]
     assert "--metabench" not in run_all.run(plain, True, tmp_path / "work", tmp_path, metabench=str(checkout))
     assert [b.name for b in run_all.BENCHMARKS if b.metabench] == ["score_estimation"]
+
+
+def test_small_population_tables_pair_each_route_with_the_blend(monkeypatch):
+    """Coverage, MAE and the paired MAE difference to the blend, from a hand-made prediction table."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from small_population_scores import DEFAULT, REFERENCE, headline, summarise
+
+    cells = [
+        {"set": "s", "N": 20, "fold": 0, "k": 10, "llm": f"m{i}", "benchmark": "b", "truth": 50.0}
+        for i in range(4)
+    ]
+    rows = []
+    for i, cell in enumerate(cells):
+        rows.append(cell | {"route": REFERENCE, "estimate": 50.0 + 2 * (i + 1), "lower": 40.0, "upper": 60.0})
+        rows.append(cell | {"route": DEFAULT, "estimate": 50.0 + (i + 1), "lower": 51.0 + i, "upper": 70.0})
+    table = summarise(pd.DataFrame(rows)).set_index("route")
+    assert table.loc[REFERENCE, "coverage_90"] == 1.0 and table.loc[DEFAULT, "coverage_90"] == 0.0
+    assert table.loc[REFERENCE, "mae"] == pytest.approx(5.0) and table.loc[DEFAULT, "mae"] == pytest.approx(
+        2.5
+    )
+    assert table.loc[DEFAULT, "mae_minus_blend"] == pytest.approx(-2.5)
+    assert table.loc[DEFAULT, "paired_se"] == pytest.approx(pd.Series([-1.0, -2, -3, -4]).std() / 2)
+    row = headline(table.reset_index()).iloc[0]
+    assert row["default MAE"] == pytest.approx(2.5) and row["default − blend (paired SE)"] == "-2.50 (0.65)"

@@ -50,7 +50,7 @@ def test_one_compiled_nutpie_model_samples_whatever_data_were_set_into_it():
     # flipping every answer flips every item's intercept: the second run saw the new data
     assert np.corrcoef(means[0], means[1])[0, 1] < -0.8
     advi = resolve_settings(design, 1, method="advi")
-    with pytest.raises(ValueError, match="compiled nutpie model .* 'advi'"):
+    with pytest.raises(ValueError, match=r"compiled nutpie model .* 'advi'"):
         sample_model(model, flipped, advi, seed=1, nutpie_model=compiled)
 
 

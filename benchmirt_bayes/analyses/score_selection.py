@@ -35,10 +35,11 @@ MIN_LLMS = 20
 """Fewest LLMs with a known full score for a benchmark's stepwise selection."""
 STEPWISE_MIN_LLMS = 1000
 """Under ``method="auto"``, benchmarks with fewer LLMs of known full score get stratified
-items instead of stepwise ones (``benchmarks/small_population_scores.py``: at 40–112
-training LLMs stepwise items gave larger errors than random ones and intervals covering a
-third to two thirds; at 3,400–4,400 they gave the smallest errors and intervals covering
-89–91 %)."""
+items instead of stepwise ones. Measured on the Open LLM Leaderboard: at 40–112 training
+LLMs stepwise items gave intervals covering a third to four fifths of held-out LLMs and
+often larger errors than stratified ones (``benchmarks/small_population_scores.py``); with
+thousands of training LLMs they gave the smallest errors (``benchmarks/score_estimation.py``).
+Sizes in between were not measured."""
 SCORE_SELECTIONS = ("auto", "stepwise", "stratified")
 
 
