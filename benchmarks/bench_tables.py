@@ -1,8 +1,22 @@
-"""Markdown tables for the benchmark scripts' RESULTS.md sections (no ``tabulate`` needed)."""
+"""What the benchmark scripts share: Markdown tables for RESULTS.md (no ``tabulate`` needed)
+and a progress log stamped with the seconds since the run started."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import pandas as pd
+
+
+def elapsed_logger() -> Callable[[str], None]:
+    """A ``log(text)`` that prints each line after the seconds since this call."""
+    start = time.perf_counter()
+
+    def log(text: str) -> None:
+        print(f"[{time.perf_counter() - start:6.0f} s] {text}", flush=True)
+
+    return log
 
 
 def markdown_table(table: pd.DataFrame, digits: int | None = None) -> str:

@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bench_tables import markdown_table
+from bench_tables import elapsed_logger, markdown_table
 from metabench_reference import SHARED, reduced_predictions  # a sibling script
 
 from benchmirt_bayes import (
@@ -400,9 +400,7 @@ def main() -> None:
     )
     print(header, flush=True)
     start = time.perf_counter()
-
-    def log(text: str) -> None:
-        print(f"[{time.perf_counter() - start:6.0f} s] {text}", flush=True)
+    log = elapsed_logger()
 
     # read first: a wrong checkout should fail before hours of fitting
     reduced = reduced_predictions(Path(args.metabench)) if args.metabench else None

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bench_tables import markdown_table
+from bench_tables import elapsed_logger, markdown_table
 
 from benchmirt_bayes import (
     estimate_scores,
@@ -219,9 +219,7 @@ def main() -> None:
     )
     print(header, flush=True)
     start = time.perf_counter()
-
-    def log(text: str) -> None:
-        print(f"[{time.perf_counter() - start:6.0f} s] {text}", flush=True)
+    log = elapsed_logger()
 
     if args.summarise:
         table = summarise(pd.concat([pd.read_csv(path) for path in args.summarise], ignore_index=True))

@@ -643,5 +643,7 @@ def test_a_link_from_few_llms_has_one_spread_and_intervals_that_cover(setting):
         assert bench.training["n_llms"] == 15 and bench.training["folds"] == 5
         if bench.package_is_blend:
             assert bench.neighbours is None and bench.quantiles["package"] == bench.quantiles["blend"]
+            assert bench.training["out_of_fold_rmse_package"] == bench.training["out_of_fold_rmse_blend"]
+            assert "out_of_fold_rmse_regression" in bench.training and bench.package_form == "blend"
     covered = (table["lower"] <= table["truth"]) & (table["truth"] <= table["upper"])
     assert covered.groupby(table["estimator"]).mean().min() >= 0.8

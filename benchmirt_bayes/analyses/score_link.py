@@ -322,8 +322,8 @@ class BenchmarkLink:
         ci_prob
             Coverage of the conformal interval.
         folds
-            Cross-fitting folds, at most one per LLM (the form, the answers' ridge, the blend weight, the
-            neighbour kernel and the interval all come from out-of-fold errors).
+            Cross-fitting folds, at most one per LLM (the form, the answers' ridge, the blend
+            weight, the neighbour kernel and the interval all come from out-of-fold errors).
         rng
             Draws the folds and the kernel's seed.
         neighbours, among
@@ -370,8 +370,9 @@ class BenchmarkLink:
         }
         rmse = {kind: float(np.sqrt(np.mean((target - value) ** 2))) for kind, value in out_of_fold.items()}
         package_is_blend = not regression_beats_blend(target, out_of_fold["package"], out_of_fold["blend"])
+        rmse["regression"] = rmse["package"]
         if package_is_blend:
-            quantiles["package"] = quantiles["blend"]
+            quantiles["package"], rmse["package"] = quantiles["blend"], rmse["blend"]
             kernel, count = None, 0
         training = (
             {f"out_of_fold_rmse_{kind}": value for kind, value in rmse.items()}
