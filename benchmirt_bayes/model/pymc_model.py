@@ -245,7 +245,7 @@ def build_model(
         answered = responses.observed.sum(axis=0)
         bench_array = np.asarray(bench)
         median_answered = [float(np.median(answered[bench_array == b])) for b in range(len(per_benchmark))]
-        noncentred = noncentred_benchmarks(ic.noncentered, per_benchmark, median_answered)[np.asarray(bench)]
+        noncentred = noncentred_benchmarks(ic.noncentered, per_benchmark, median_answered)[bench_array]
         if noncentred.all():
             zi = pm.Normal("intercept_z", 0.0, 1.0, dims=ITEM_DIM)
             intercept = pm.Deterministic("intercept", int_centre + int_spread[bench] * zi, dims=ITEM_DIM)
