@@ -2,23 +2,26 @@
 
 A researcher with a few dozen LLMs of known full score wants the full scores of new LLMs
 from a few items. For each population size ``N`` (20, 50, 140), ``N`` LLMs are sampled
-(seeded) from a real set, split into 5 folds; each fold is held out in turn, the others
-are the training LLMs: a fit of their responses (``fit_posterior`` with its defaults for
-the data: 2 dimensions on the joint set, the 1-dimension ``2pl`` spec on a single
-benchmark), items chosen on them, a link to the full score (``fit_score_link``) and
-estimates for the held-out LLMs (``estimate_scores``). The truth is the LLM's score on
-every item of the benchmark (``scores_<bench>_all_models.csv``), not only the fitted ones.
+(seeded; several independent samples at the small sizes, ``--samples``, so that each cell
+has at least 100 held-out LLM × benchmark pairs on a single benchmark) and split into 5
+folds; each fold is held out in turn, the others are the training LLMs: a fit of their
+responses (``fit_posterior`` with its defaults for the data: 2 dimensions on the joint set,
+the 1-dimension ``2pl`` spec on a single benchmark), items chosen on them, a link to the
+full score (``fit_score_link``) and estimates for the held-out LLMs (``estimate_scores``).
+The truth is the LLM's score on every item of the benchmark
+(``scores_<bench>_all_models.csv``), not only the fitted ones.
 
-Routes (``selection / estimator``): ``stepwise / package`` and ``stratified / package``
-(``select_for_scores`` with that method, then the default link; ``method="auto"`` takes
-stratified below 1,000 LLMs of known score), ``random / package``, and the simple
-estimate the issue names, ``random / blend`` (tinyBenchmarks' idea: the IRT expectation
-blended with the observed mean, the weight learned on the training LLMs), plus the raw
-mean of the random items (no interval). Printed per (set, N, items per benchmark, route):
-coverage of the 90 % intervals, mean width, MAE (points) and the MAE difference to
-``random / blend`` with its paired SE (over held-out LLM × benchmark cells).
+Routes (``selection / estimator``): items from ``select_for_scores`` with each method of
+``--selections`` (``random`` is what ``method="auto"`` does below 1,000 LLMs of known score),
+each scored with the default link's ``package`` estimate; the simple estimate the issue
+names, ``random / blend`` (tinyBenchmarks' idea: the IRT expectation blended with the
+observed mean, the weight learned on the training LLMs) on the same random items (common
+random numbers, so the paired difference is that of the estimators); and the raw mean of
+the random items (no interval). Printed per (set, N, items per benchmark, route): coverage
+of the 90 % intervals, mean width, MAE (points) and the MAE difference to ``random / blend``
+with its paired SE (over held-out LLM × benchmark cells).
 
-    python benchmarks/small_population_scores.py                       # both sets, ~1 h on 2 cores
+    python benchmarks/small_population_scores.py                       # all six sets, ~1.5 h on 2 cores
     python benchmarks/small_population_scores.py --sets gsm8k --sizes 50 --folds 2
     python benchmarks/small_population_scores.py --summarise A/predictions.csv B/predictions.csv
 """
@@ -48,7 +51,6 @@ from benchmirt_bayes import (
 from benchmirt_bayes.data.real_data import OPEN_LLM_BENCHMARKS, load_open_llm_leaderboard_reference
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "open_llm_leaderboard_v1"
-ROUTES = (("stepwise", "package"), ("stratified", "package"), ("random", "package"), ("random", "blend"))
 REFERENCE = "random / blend"
 
 
@@ -69,19 +71,10 @@ def load_set(name: str):
     return responses.subset(llms=llms), scores.loc[llms]
 
 
-def random_items(responses, k: int, rng: np.random.Generator) -> list[str]:
-    benchmarks = responses.benchmarks.astype(str)
-    return [
-        str(i)
-        for b in responses.benchmark_names
-        for i in rng.choice(
-            responses.items[benchmarks == str(b)], min(k, int((benchmarks == str(b)).sum())), replace=False
-        )
-    ]
-
-
-def fold_rows(set_name, responses, scores, size, fold, folds, budgets, seed, log) -> list[dict]:
-    rng = np.random.default_rng([seed, size])
+def fold_rows(
+    set_name, responses, scores, size, sample_index, fold, folds, budgets, selections, seed, log
+) -> list[dict]:
+    rng = np.random.default_rng([seed, size, sample_index])
     sample = rng.permutation(responses.llms.astype(str))[:size]
     fold_of = np.arange(size) % folds
     train, test = list(sample[fold_of != fold]), list(sample[fold_of == fold])
@@ -89,15 +82,20 @@ def fold_rows(set_name, responses, scores, size, fold, folds, budgets, seed, log
     spec = "exploratory" if set_name == "joint" else "2pl"
     start = time.perf_counter()
     fit = fit_posterior(responses.subset(llms=train), n_dims, spec=spec, seed=seed + fold, progressbar=False)
-    log(f"{set_name} N={size} fold {fold}: fit {time.perf_counter() - start:.0f} s")
+    where = f"{set_name} N={size} sample {sample_index} fold {fold}"
+    log(f"{where}: fit {time.perf_counter() - start:.0f} s")
     truth = scores.loc[test]
     rows = []
     for k in budgets:
-        picks = {"random": random_items(responses, k, np.random.default_rng([seed, size, fold, k]))}
-        for rule in ("stratified", "stepwise"):
+        picks = {}
+        for rule in dict.fromkeys(("random", *selections)):
             try:
                 chosen = select_for_scores(
-                    fit, scores.loc[train], per_benchmark=k, method=rule, seed=seed + fold
+                    fit,
+                    scores.loc[train],
+                    per_benchmark=k,
+                    method=rule,
+                    seed=seed + 100 * sample_index + fold,
                 )
                 picks[rule] = list(chosen)
             except ValueError as error:
@@ -109,11 +107,12 @@ def fold_rows(set_name, responses, scores, size, fold, folds, budgets, seed, log
                 log(f"  link at {k} ({selection}): {error}")
                 continue
             answers = responses.subset(llms=test).data.sel(item=items).to_pandas()
-            estimators = [e for s, e in ROUTES if s == selection]
+            estimators = ["package", "blend"] if selection == "random" else ["package"]
             table = estimate_scores(fit, answers, link=link, estimator=estimators)
             for row in table.itertuples():
                 actual = float(truth.at[row.llm, row.benchmark])
-                common = {"set": set_name, "N": size, "fold": fold, "k": k, "llm": row.llm}
+                common = {"set": set_name, "N": size, "sample": sample_index, "fold": fold, "k": k}
+                common |= {"llm": row.llm}
                 common |= {"benchmark": row.benchmark, "truth": actual}
                 rows.append(
                     common
@@ -127,7 +126,7 @@ def fold_rows(set_name, responses, scores, size, fold, folds, budgets, seed, log
                 if selection == "random" and row.estimator == "blend":
                     raw = {"route": "random / raw mean", "estimate": 100 * row.kept_mean}
                     rows.append(common | raw | {"lower": np.nan, "upper": np.nan})
-    log(f"{set_name} N={size} fold {fold}: done {time.perf_counter() - start:.0f} s")
+    log(f"{where}: done {time.perf_counter() - start:.0f} s")
     return rows
 
 
@@ -137,7 +136,9 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
     frame["covered"] = ((frame["lower"] <= frame["truth"]) & (frame["truth"] <= frame["upper"])).astype(float)
     frame.loc[frame["lower"].isna(), "covered"] = np.nan
     frame["width"] = frame["upper"] - frame["lower"]
-    cell = ["set", "N", "fold", "k", "llm", "benchmark"]
+    if "sample" not in frame:
+        frame["sample"] = 0
+    cell = ["set", "N", "sample", "fold", "k", "llm", "benchmark"]
     reference = frame[frame["route"] == REFERENCE].set_index(cell)["abs_error"]
     rows = []
     for (set_name, size, k, route), part in frame.groupby(["set", "N", "k", "route"]):
@@ -160,7 +161,7 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-DEFAULT = "stratified / package"
+DEFAULT = "random / package"
 """What ``select_for_scores`` and ``fit_score_link`` do by default below 1,000 LLMs of known score."""
 
 
@@ -190,9 +191,22 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--sets", nargs="+", default=["joint", "gsm8k"], choices=["joint", *OPEN_LLM_BENCHMARKS]
+        "--sets", nargs="+", default=["joint", *OPEN_LLM_BENCHMARKS], choices=["joint", *OPEN_LLM_BENCHMARKS]
     )
     parser.add_argument("--sizes", nargs="+", type=int, default=[20, 50, 140])
+    parser.add_argument(
+        "--samples",
+        nargs="+",
+        type=int,
+        default=[5, 2, 1],
+        help="independent LLM samples per size (as --sizes)",
+    )
+    parser.add_argument(
+        "--selections",
+        nargs="+",
+        default=["random", "stepwise"],
+        choices=["random", "stepwise", "stratified"],
+    )
     parser.add_argument("--items", nargs="+", type=int, default=[10, 25, 50, 100])
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--run-folds", type=int, default=None, help="run only the first few folds")
@@ -228,12 +242,23 @@ def main() -> None:
     rows = []
     for set_name in args.sets:
         responses, scores = load_set(set_name)
-        for size in args.sizes:
-            for fold in range(args.run_folds or args.folds):
-                rows += fold_rows(
-                    set_name, responses, scores, size, fold, args.folds, args.items, args.seed, log
-                )
-                pd.DataFrame(rows).to_csv(out / "predictions.csv", index=False)
+        for size, samples in zip(args.sizes, args.samples, strict=True):
+            for sample_index in range(samples):
+                for fold in range(args.run_folds or args.folds):
+                    rows += fold_rows(
+                        set_name,
+                        responses,
+                        scores,
+                        size,
+                        sample_index,
+                        fold,
+                        args.folds,
+                        args.items,
+                        args.selections,
+                        args.seed,
+                        log,
+                    )
+                    pd.DataFrame(rows).to_csv(out / "predictions.csv", index=False)
     table = summarise(pd.DataFrame(rows))
     tables = f"{markdown_table(headline(table), 3)}\n\n{markdown_table(table, 3)}"
     text = f"{header}\n\n{tables}\n\ntotal {time.perf_counter() - start:.0f} s\n"

@@ -235,8 +235,8 @@ def test_select_for_scores_says_when_it_keeps_fewer_items_than_asked(setting):
     assert 0 < len(kept) < 40
 
 
-def test_with_few_known_scores_the_default_selection_is_stratified_by_difficulty(setting):
-    """Below STEPWISE_MIN_LLMS known scores, ``auto`` ignores the scores: a seeded item per difficulty bin."""
+def test_with_few_known_scores_the_default_selection_is_random_and_reads_no_scores(setting):
+    """Below STEPWISE_MIN_LLMS known scores ``auto`` draws seeded random items; stratified bins difficulty."""
     from benchmirt_bayes.analyses import score_selection
     from benchmirt_bayes.posterior import point_parameters
     from benchmirt_bayes.response_types.base import mdisc, multidimensional_difficulty
@@ -246,22 +246,29 @@ def test_with_few_known_scores_the_default_selection_is_stratified_by_difficulty
     counts = reduced.summary()["items"]
     known = full.loc[train, list(counts.index[counts >= 10])]
     auto = select_for_scores(fit, known, per_benchmark=5, seed=4)
-    assert list(auto) == list(select_for_scores(fit, known, per_benchmark=5, method="stratified", seed=4))
-    assert list(auto) != list(select_for_scores(fit, known, per_benchmark=5, method="stratified", seed=5))
+    assert list(auto) == list(select_for_scores(fit, known, per_benchmark=5, method="random", seed=4))
+    assert list(auto) != list(select_for_scores(fit, known, per_benchmark=5, method="random", seed=5))
     assert list(auto) != list(select_for_scores(fit, known, per_benchmark=5, method="stepwise"))
+    bench = reduced.data["benchmark"].to_series()
+    assert {name: int((bench[auto] == name).sum()) for name in known.columns} == dict.fromkeys(
+        known.columns, 5
+    )
+    shuffled = known.copy()
+    shuffled[:] = shuffled.to_numpy()[::-1]  # other scores: the random choice does not read them
+    assert list(select_for_scores(fit, shuffled, per_benchmark=5, seed=4)) == list(auto)
+
+    stratified = select_for_scores(fit, known, per_benchmark=5, method="stratified", seed=4)
     loading, intercept, _, _ = point_parameters(fit)
     items = fit["posterior"]["item"].values.astype(str)
     difficulty = pd.Series(multidimensional_difficulty(intercept, mdisc(loading)), index=items)
-    bench = reduced.data["benchmark"].to_series()
-    assert set(bench[auto]) == set(known.columns)
     for name in known.columns:
         ranks = difficulty[bench.index[bench == name]].rank(method="first").astype(int) - 1
         bin_of_rank = np.concatenate([np.full(len(p), b) for b, p in enumerate(np.array_split(ranks, 5))])
-        picked_bins = sorted(int(bin_of_rank[ranks[i]]) for i in auto if bench[i] == name)
+        picked_bins = sorted(int(bin_of_rank[ranks[i]]) for i in stratified if bench[i] == name)
         assert picked_bins == [0, 1, 2, 3, 4], (name, picked_bins)  # one per fifth of the difficulty range
-    shuffled = known.copy()
-    shuffled[:] = shuffled.to_numpy()[::-1]  # other scores: the stratified choice does not read them
-    assert list(select_for_scores(fit, shuffled, per_benchmark=5, seed=4)) == list(auto)
+    assert list(select_for_scores(fit, shuffled, per_benchmark=5, method="stratified", seed=4)) == list(
+        stratified
+    )
 
 
 def test_without_a_link_the_interval_is_for_the_score_the_llm_would_get(setting):
@@ -621,6 +628,7 @@ def test_the_regression_is_kept_only_where_it_beats_the_blend_by_a_paired_se():
     equally_good = target + rng.normal(0, 1, 200)
     assert not regression_beats_blend(target, close, equally_good)  # no clear win: the blend
     assert not regression_beats_blend(target[:1], close[:1], far[:1])
+    assert not regression_beats_blend(target[:60], close[:60], far[:60])  # too few LLMs: the blend
 
 
 def test_a_link_from_few_llms_has_one_spread_and_intervals_that_cover(setting):

@@ -75,6 +75,12 @@ LINK_ATTR = "benchmirt_score_link"
 
 MIN_LINK_LLMS = 10
 """Fewest training LLMs with a known full score that a benchmark's link is fitted from."""
+MIN_REGRESSION_LLMS = 100
+"""Fewest training LLMs with a known full score for the ``package`` regression; with fewer
+the ``package`` estimate is the blend. Measured on the Open LLM Leaderboard
+(``benchmarks/small_population_scores.py``): with 16 and 40 training LLMs the regression,
+even where it beat the blend out of fold by a paired SE, predicted held-out LLMs worse than
+the blend on the same items; with 112 it predicted them better."""
 LLMS_PER_SPREAD_TERM = 20
 """The interval's spread follows the ability (a regression of the absolute out-of-fold
 errors on the link's smooth terms) only with at least this many training LLMs per term;
@@ -255,8 +261,9 @@ class BenchmarkLink:
     neighbours
         The neighbour correction of the ``package`` estimate, if it helped out of sample.
     package_is_blend
-        ``True`` when the ``package`` estimate is the ``blend``: the regression did not beat
-        it out of fold by more than one paired standard error (:func:`regression_beats_blend`).
+        ``True`` when the ``package`` estimate is the ``blend``: fewer than
+        :data:`MIN_REGRESSION_LLMS` training LLMs, or the regression did not beat the blend
+        out of fold by more than one paired standard error (:func:`regression_beats_blend`).
     training
         Out-of-fold errors per estimator and what was chosen, for reports.
 
@@ -487,13 +494,14 @@ class _CrossFit:
 def regression_beats_blend(target: np.ndarray, regression: np.ndarray, blend: np.ndarray) -> bool:
     """Whether the regression's out-of-fold squared errors beat the blend's by a paired SE.
 
-    True when their mean is below the blend's by more than one paired standard error. The
-    ``package`` regression has many terms; with few training LLMs its choice of form and
-    penalty fits their noise, and it can predict new LLMs worse than the two-term blend. So
-    it is used only where it wins clearly.
+    True with at least :data:`MIN_REGRESSION_LLMS` training LLMs when their mean is below
+    the blend's by more than one paired standard error. The ``package`` regression has many
+    terms; with few training LLMs its choice of form and penalty fits their noise, and it
+    can predict new LLMs worse than the two-term blend. So it is used only where it wins
+    clearly, and never from a few dozen LLMs.
     """
     difference = (target - regression) ** 2 - (target - blend) ** 2
-    if len(difference) < 2:
+    if len(difference) < MIN_REGRESSION_LLMS:
         return False
     return bool(difference.mean() < -difference.std(ddof=1) / np.sqrt(len(difference)))
 

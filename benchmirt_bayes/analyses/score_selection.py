@@ -14,9 +14,13 @@ Stepwise regression learns from the full scores, so it overfits them when few ar
 with tens of training LLMs it picks items that happen to track *their* scores, loses to
 items that ignore the scores, and the link's out-of-fold errors (hence its intervals) do
 not see that the items were chosen on the same LLMs. Below :data:`STEPWISE_MIN_LLMS` LLMs
-with known scores the default therefore stratifies instead: equal-count bins of the items'
-multidimensional difficulty, one seeded random item from each, which spreads the subset
-over the benchmark without looking at the scores.
+with known scores the default therefore draws a seeded uniform random sample of each
+benchmark's items: it reads neither the scores nor the fit, so the link's out-of-fold errors
+are honest, and the ``package`` estimate there is the simple estimate itself (the IRT
+expectation blended with the observed mean, see
+:mod:`~benchmirt_bayes.analyses.score_link`). ``"stratified"`` (one seeded item from each
+equal-count bin of the fit's multidimensional difficulty) is kept as an option; on the Open
+LLM Leaderboard at 20–140 LLMs it did not beat random items.
 """
 
 from __future__ import annotations
@@ -34,13 +38,12 @@ from benchmirt_bayes.response_types.base import mdisc, multidimensional_difficul
 MIN_LLMS = 20
 """Fewest LLMs with a known full score for a benchmark's stepwise selection."""
 STEPWISE_MIN_LLMS = 1000
-"""Under ``method="auto"``, benchmarks with fewer LLMs of known full score get stratified
-items instead of stepwise ones. Measured on the Open LLM Leaderboard: at 40–112 training
-LLMs stepwise items gave intervals covering a third to four fifths of held-out LLMs and
-often larger errors than stratified ones (``benchmarks/small_population_scores.py``); with
-thousands of training LLMs they gave the smallest errors (``benchmarks/score_estimation.py``).
-Sizes in between were not measured."""
-SCORE_SELECTIONS = ("auto", "stepwise", "stratified")
+"""Under ``method="auto"``, benchmarks with fewer LLMs of known full score get random items
+instead of stepwise ones. Measured on the Open LLM Leaderboard: at 40–112 training LLMs
+stepwise items gave intervals covering a third to four fifths of held-out LLMs
+(``benchmarks/small_population_scores.py``); with thousands of training LLMs they gave the
+smallest errors (``benchmarks/score_estimation.py``). Sizes in between were not measured."""
+SCORE_SELECTIONS = ("auto", "stepwise", "random", "stratified")
 
 
 def score_frame(
@@ -139,12 +142,13 @@ def select_for_scores(
         as the item's mean answer.
     method
         ``"stepwise"`` (forward stepwise regression of the known full scores on the
-        answers), ``"stratified"`` (one seeded random item from each of equal-count bins of
-        difficulty; the scores are not used), or ``"auto"`` (default): stepwise in
-        benchmarks with at least :data:`STEPWISE_MIN_LLMS` LLMs of known score, stratified
-        in the others (see the module docstring for why).
+        answers), ``"random"`` (a seeded uniform sample of the benchmark's items),
+        ``"stratified"`` (one seeded random item from each of equal-count bins of
+        difficulty), or ``"auto"`` (default): stepwise in benchmarks with at least
+        :data:`STEPWISE_MIN_LLMS` LLMs of known score, random in the others (see the module
+        docstring for why). Random and stratified items do not read the scores.
     seed
-        Seed of the stratified draws.
+        Seed of the random and stratified draws.
 
     Returns
     -------
@@ -161,7 +165,7 @@ def select_for_scores(
     ------
     ValueError
         Neither or both sizes given, an unknown method, or no benchmark with scores for at
-        least :data:`MIN_LLMS` of the LLMs (stepwise) or for any (stratified).
+        least :data:`MIN_LLMS` of the LLMs (stepwise) or for any (random, stratified).
 
     """
     if (per_benchmark is None) == (fraction is None):
@@ -177,7 +181,7 @@ def select_for_scores(
     benchmark_of = fitted.data["benchmark"].to_series().astype(str)
     scores = score_frame(full_scores, fitted.benchmark_names)
     llms = responses.llms.astype(str)
-    difficulty = pd.Series(_difficulty(posterior), index=posterior["posterior"]["item"].values.astype(str))
+    difficulty = None
     rng = np.random.default_rng(seed)
     chosen: list[str] = []
     usable = []
@@ -188,10 +192,17 @@ def select_for_scores(
             continue
         target, rows = known_scores(scores, name, llms)
         size = per_benchmark if per_benchmark is not None else max(1, round(fraction * len(items)))
-        rule = method if method != "auto" else "stepwise" if len(rows) >= STEPWISE_MIN_LLMS else "stratified"
-        if rule == "stratified" and len(rows):
+        rule = method if method != "auto" else "stepwise" if len(rows) >= STEPWISE_MIN_LLMS else "random"
+        if rule in ("random", "stratified") and len(rows):
             usable.append(str(name))
-            picked = stratified_items(difficulty[items].to_numpy(), size, rng)
+            if rule == "random":
+                picked = np.sort(rng.choice(len(items), min(size, len(items)), replace=False))
+            else:
+                if difficulty is None:
+                    difficulty = pd.Series(
+                        _difficulty(posterior), index=posterior["posterior"]["item"].values.astype(str)
+                    )
+                picked = stratified_items(difficulty[items].to_numpy(), size, rng)
             chosen += [str(items[j]) for j in picked]
             if len(picked) < size:
                 short.append(f"{name}: {len(picked)} of {size} (it has {len(items)} fitted items)")
@@ -212,7 +223,7 @@ def select_for_scores(
     if not usable:
         raise ValueError(
             f"no benchmark of the fit has full scores for enough of its LLMs (stepwise needs {MIN_LLMS}, "
-            f"stratified one; score columns: {list(map(str, scores.columns))})"
+            f"random and stratified one; score columns: {list(map(str, scores.columns))})"
         )
     if short:
         warnings.warn(
