@@ -213,7 +213,9 @@ def main() -> None:
     rows = []
     for label, responses in real.items():
         dims = [1, 2, 3]
-        cv = cross_validate(responses, n_dims=dims, folds=5, scheme="llms", seed=42, progressbar=False)
+        cv = cross_validate(
+            responses, n_dims=dims, folds=5, scheme="llms", method="advi", seed=42, progressbar=False
+        )
         choice = choose_n_dims(cv)
         rows.append(
             {"set": label, "choose_n_dims": choice.n_dims, "paired fold comparisons": paired_wins(cv, dims)}

@@ -181,12 +181,19 @@ def _add_data_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--subgroup-col", default=None, help="item metadata column to use as subgroup")
 
 
-def _add_fit_settings_args(parser: argparse.ArgumentParser, *, draws: int, method: str = "advi") -> None:
+def _add_fit_settings_args(parser: argparse.ArgumentParser, *, draws: int, method: str = "auto") -> None:
     """The settings of :func:`fit_posterior`, one flag each, shared by every command that fits."""
+    from benchmirt_bayes.inference.settings import AUTO_NUTS_CELLS
+
     group = parser.add_argument_group(
         "fit settings (as fit_posterior's method, nuts=, advi=, spec, likelihood)"
     )
-    group.add_argument("--method", default=method, choices=["nuts", "advi", "fullrank_advi", "map"])
+    group.add_argument(
+        "--method",
+        default=method,
+        choices=["auto", "nuts", "advi", "fullrank_advi", "map"],
+        help=f"default auto: NUTS on small data (at most {AUTO_NUTS_CELLS:,} observed cells), else ADVI",
+    )
     group.add_argument(
         "--draws", type=_positive_int, default=draws, help="NUTS draws per chain, or ADVI draws from q"
     )
@@ -383,7 +390,7 @@ def _fit_settings(args: argparse.Namespace) -> dict[str, Any]:
     from benchmirt_bayes.inference.settings import AdviSettings, NutsSettings
 
     nuts = advi = None
-    if args.method == "nuts":
+    if args.method in ("auto", "nuts"):
         nuts = NutsSettings(
             sampler=args.sampler,
             draws=args.draws,
@@ -394,9 +401,9 @@ def _fit_settings(args: argparse.Namespace) -> dict[str, Any]:
             thin=args.thin,
             init=args.init,
         )
-    if args.method in ("advi", "fullrank_advi") or (nuts is not None and nuts.init != "prior"):
+    if args.method in ("auto", "advi", "fullrank_advi") or (nuts is not None and nuts.init != "prior"):
         advi = AdviSettings(
-            draws=args.draws if nuts is None else AdviSettings.draws,
+            draws=args.draws if args.method != "nuts" else AdviSettings.draws,
             max_steps=args.advi_max_steps,
             stopping=args.advi_stopping,
             tolerance=args.advi_tolerance,

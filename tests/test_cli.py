@@ -65,7 +65,8 @@ def test_simulate_info_fit_report(tmp_path, capsys):
     n_items = xr.open_datatree(fit)["posterior"].sizes["item"]
     assert len(kept) == round(0.2 * n_items) and {"information_mean", "p_top_k"} <= set(kept.columns)
     table = tmp_path / "cv.csv"
-    args = ["cv", str(data), "--dims", "1", "2", "--folds", "2", "--serial", "--out", str(table)]
+    args = ["cv", str(data), "--dims", "1", "2", "--folds", "2", "--method", "advi", "--serial"]
+    args += ["--out", str(table)]
     assert main(args) == 0
     cv = pd.read_csv(table)
     assert {"mirt_1d", "mirt_2d", "llm_x_benchmark_mean"} <= set(cv["model"])

@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -54,6 +56,7 @@ def test_cross_validation_table_and_mirt_beats_the_benchmark_mean(small_sim):
         n_dims=(2,),
         folds=2,
         category="subgroup",
+        method="advi",
         seed=3,
         executor="serial",
         progressbar=False,
@@ -76,10 +79,37 @@ def test_cross_validation_table_and_mirt_beats_the_benchmark_mean(small_sim):
 @pytest.mark.parametrize("scheme", ["llms", "items"])
 def test_held_out_schemes_run_and_beat_the_global_mean(tiny_sim, scheme):
     cv = cross_validate(
-        tiny_sim.responses, n_dims=(1,), folds=2, scheme=scheme, seed=1, executor="serial", progressbar=False
+        tiny_sim.responses,
+        n_dims=(1,),
+        folds=2,
+        scheme=scheme,
+        method="advi",
+        seed=1,
+        executor="serial",
+        progressbar=False,
     )
     wide = cv.wide()
     assert wide.loc["mirt_1d", "log_loss"] < wide.loc["global_mean", "log_loss"]
+
+
+def test_auto_method_is_nuts_on_small_data_and_advi_on_large_and_says_why(tiny_sim):
+    from benchmirt_bayes.inference.fit import resolve_settings
+    from benchmirt_bayes.inference.settings import AUTO_NUTS_CELLS, automatic_method
+    from benchmirt_bayes.workflows.crossval import fold_fit_request
+
+    assert tiny_sim.responses.n_observed <= AUTO_NUTS_CELLS
+    settings = resolve_settings(tiny_sim.responses, 2, method="auto", advi={"draws": 100})
+    automatic = dict(settings.automatic)
+    assert settings.method == "nuts" and settings.nuts is not None and settings.advi is None
+    assert automatic["method"].startswith("'nuts'")
+    assert f"{tiny_sim.responses.n_observed:,}" in automatic["method"]
+    assert "settings unused" in automatic["advi"]
+    assert automatic_method(AUTO_NUTS_CELLS)[0] == "nuts"
+    assert automatic_method(AUTO_NUTS_CELLS + 1)[0] == "advi"
+    # cross-validation keeps "auto" and the ADVI draws, so that each fold resolves on its own matrix
+    _, request = fold_fit_request(tiny_sim.responses, 2)
+    request = json.loads(request)
+    assert request["method"] == "auto" and request["advi"]["draws"] == 100
 
 
 def _fake_cv(values_by_dims):

@@ -22,6 +22,12 @@ Three selection rules:
     valued by the information it carries on average, not at the posterior mean alone.
 ``random``
     A seeded uniform sample: the baseline.
+
+The rules serve the *picture* (abilities, dimensions, rankings). Information-chosen items
+make abilities precise, not the subset's mean representative of the benchmark: when the
+goal is a benchmark's score, take random items (for a link to known full scores,
+:func:`~benchmirt_bayes.analyses.score_selection.select_for_scores`, whose default is a
+seeded random sample below 1,000 LLMs of known score).
 """
 
 from __future__ import annotations
@@ -91,7 +97,9 @@ def select_items(
     fraction, n_items
         Size of the subset: a share of all items or a count (exactly one).
     method
-        ``"published"``, ``"information"`` or ``"random"``.
+        ``"published"``, ``"information"`` or ``"random"``. For full-benchmark scores use
+        ``"random"`` or :func:`~benchmirt_bayes.analyses.score_selection.select_for_scores`
+        (see the module docstring).
     dimension
         Select for one dimension only (``published``: its bins only;
         ``information``: precision of that dimension only). Default: all.

@@ -30,6 +30,7 @@ from benchmirt_bayes.inference.settings import (
     FitSettings,
     Method,
     NutsSettings,
+    automatic_method,
     automatic_nuts,
     coerce_settings,
     positive_int,
@@ -85,8 +86,12 @@ def fit_posterior(
     n_dims
         Number of latent dimensions.
     method
-        ``"nuts"`` (full MCMC), ``"advi"`` (mean-field), ``"fullrank_advi"`` or
-        ``"map"`` (one point, stored as a single draw).
+        ``"nuts"`` (full MCMC; the default, calibrated at every size), ``"advi"``
+        (mean-field), ``"fullrank_advi"``, ``"map"`` (one point, stored as a single draw), or
+        ``"auto"``: NUTS up to
+        :data:`~benchmirt_bayes.inference.settings.AUTO_NUTS_CELLS` observed cells, where it
+        costs about what ADVI does, mean-field ADVI above (the choice and why are in the
+        fit's attrs; settings given for the method not chosen are unused).
     nuts
         NUTS settings (:class:`~benchmirt_bayes.NutsSettings`, or a dict of its fields such
         as ``{"draws": 500, "chains": 2}``); only with ``method="nuts"``. With no speed
@@ -182,14 +187,24 @@ def resolve_settings(
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     positive_int("n_dims", n_dims)
+    automatic: dict[str, str] = {}
+    if method == "auto":
+        method, automatic["method"] = automatic_method(responses.n_observed)
+        if method != "nuts" and nuts is not None:
+            automatic["nuts"] = "settings unused: method 'auto' resolved to ADVI"
+            nuts = None
+        from_prior = coerce_settings(nuts, NutsSettings, "nuts").init == "prior"
+        if method == "nuts" and advi is not None and from_prior:
+            automatic["advi"] = "settings unused: method 'auto' resolved to NUTS started from the prior"
+            advi = None
     if method != "nuts" and nuts is not None:
         raise ValueError(f"nuts settings apply to method='nuts' only, not to method={method!r}")
-    automatic: dict[str, str] = {}
     nuts_settings = None
     if method == "nuts":
-        nuts_settings, automatic = automatic_nuts(
+        nuts_settings, nuts_notes = automatic_nuts(
             coerce_settings(nuts, NutsSettings, "nuts"), responses.n_observed
         )
+        automatic |= nuts_notes
     uses_advi = method in ("advi", "fullrank_advi") or (
         nuts_settings is not None and nuts_settings.init == "advi"
     )

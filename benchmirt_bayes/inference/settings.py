@@ -17,7 +17,7 @@ import numpy as np
 
 from benchmirt_bayes.model.spec import ModelSpec
 
-Method = Literal["nuts", "advi", "fullrank_advi", "map"]
+Method = Literal["auto", "nuts", "advi", "fullrank_advi", "map"]
 METHODS: tuple[str, ...] = Method.__args__
 Sampler = Literal["nutpie", "numpyro", "pymc"]
 NutsInit = Literal["auto", "prior", "advi"]
@@ -109,6 +109,22 @@ class NutsSettings:
     def is_resolved(self) -> bool:
         """Whether no field is ``"auto"`` any more."""
         return "auto" not in (self.init, self.max_treedepth, self.thin)
+
+
+AUTO_NUTS_CELLS = 20_000
+"""Under ``method="auto"``, NUTS up to this many observed cells and mean-field ADVI above.
+Simulation-based calibration (``benchmarks/sbc.py``, 20–40 LLMs) found NUTS calibrated and
+mean-field ADVI not (item spreads, mdisc and intercepts too narrow), at the same cost per
+fit there (about 4 s at 800–3,600 cells, 2 × (500 + 500)); at 87,000 cells NUTS took 2.5×
+ADVI's time at that length (``benchmarks/harness.py``, size S), and it grows from there."""
+
+
+def automatic_method(n_observed: int) -> tuple[str, str]:
+    """The method ``"auto"`` resolves to for data with ``n_observed`` cells, and why."""
+    cells = f"{n_observed:,} observed cells"
+    if n_observed <= AUTO_NUTS_CELLS:
+        return "nuts", f"'nuts' ({cells} <= {AUTO_NUTS_CELLS:,}: calibrated, about ADVI's cost)"
+    return "advi", f"'advi' ({cells} > {AUTO_NUTS_CELLS:,}: NUTS would cost many ADVI fits)"
 
 
 def automatic_nuts(settings: NutsSettings, n_observed: int) -> tuple[NutsSettings, dict[str, str]]:

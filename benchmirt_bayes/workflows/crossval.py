@@ -95,7 +95,7 @@ def fold_fit_request(
     responses: ResponseMatrix,
     n_dims: int,
     *,
-    method: Method = "advi",
+    method: Method = "auto",
     nuts: NutsSettings | Mapping[str, Any] | None = None,
     advi: AdviSettings | Mapping[str, Any] | None = None,
     spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
@@ -103,20 +103,22 @@ def fold_fit_request(
 ) -> tuple[FitSettings, str]:
     """Check how fold fits are made and return the settings and their JSON for :class:`CVFitTask`.
 
-    ADVI fold fits default to 100 draws from the approximation. The likelihood form and
-    ``"auto"`` NUTS settings are stored as asked and resolved per fold, on the fold's own
-    matrix.
+    ADVI fold fits default to 100 draws from the approximation. The method, the likelihood
+    form and ``"auto"`` NUTS settings are stored as asked and resolved per fold, on the
+    fold's own matrix.
     """
-    if method in ("advi", "fullrank_advi") and advi is None:
+    if method in ("auto", "advi", "fullrank_advi") and advi is None:
         advi = AdviSettings(draws=100)
     settings = resolve_settings(
         responses, n_dims, method=method, nuts=nuts, advi=advi, spec=spec, likelihood="cells"
     )
-    asked = coerce_settings(nuts, NutsSettings, "nuts") if settings.nuts is not None else None
+    keep_nuts = nuts is not None or settings.nuts is not None
+    asked = coerce_settings(nuts, NutsSettings, "nuts") if keep_nuts else None
+    kept_advi = coerce_settings(advi, AdviSettings, "advi") if method == "auto" else settings.advi
     request = {
         "method": method,
         "nuts": asdict(asked) if asked is not None else None,
-        "advi": asdict(settings.advi) if settings.advi is not None else None,
+        "advi": asdict(kept_advi) if kept_advi is not None else None,
         "spec": settings.spec_json,
         "likelihood": likelihood,
     }
@@ -129,7 +131,7 @@ def cross_validate(
     n_dims: Sequence[int] = (1, 2, 3, 4),
     folds: int = 10,
     scheme: Scheme = "cells",
-    method: Method = "advi",
+    method: Method = "auto",
     nuts: NutsSettings | Mapping[str, Any] | None = None,
     advi: AdviSettings | Mapping[str, Any] | None = None,
     spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
@@ -155,7 +157,8 @@ def cross_validate(
         ``"cells"`` (the published protocol), ``"llms"`` or ``"items"``; see the module docstring.
     method, nuts, advi, spec, likelihood
         How every fold is fitted, exactly as in :func:`benchmirt_bayes.fit_posterior`
-        (default: ADVI with 100 draws from the approximation).
+        (default ``"auto"``, per fold: NUTS on small folds, where it is calibrated and costs
+        about what ADVI does, else ADVI with 100 draws from the approximation).
     seed
         Seed of the folds and of every fit (each fold × n_dims gets its own derived seed).
     category
