@@ -15,9 +15,13 @@ abilities and of the items is carried.
 Thousands of items need a false-discovery control. Across items the estimates follow a
 two-group model, ``δ̂_i ~ π₀ N(0, s_i²) + (1 − π₀) N(0, s_i² + τ²)``, fitted by maximum
 likelihood; each item's local false-discovery rate ``lfdr_i`` is the posterior probability
-of the null component, ``p_dif = 1 − lfdr_i``, and the flagged items are the largest set
-whose mean ``lfdr`` is at most ``fdr`` (the Bayesian FDR; Efron 2008, Müller et al. 2004).
-With no DIF at all the fit puts π₀ at 1 and flags nothing.
+of the null component and ``p_dif = 1 − lfdr_i`` (Efron 2008). The flags do not rest on that
+model: its normal alternative puts mass near zero, so when the real shifts are few and large
+the ``lfdr`` of null items with ``|z|`` near 3 is too small and a set chosen by mean ``lfdr``
+holds more false discoveries than stated. The flagged items are those that the
+Benjamini–Hochberg procedure at level ``fdr`` keeps on the two-sided normal p-values of
+``z = δ̂ / sd``, which needs only that the null items' ``z`` are standard normal (true of the
+pooled posterior estimates on planted simulations: SD 0.96 over 1,656 null items).
 """
 
 from __future__ import annotations
@@ -28,9 +32,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 from scipy.special import logsumexp
-from scipy.stats import norm
+from scipy.stats import false_discovery_control, norm
 
-from benchmirt_bayes.analyses.item_regression import bayesian_fdr_selection, item_coefficient, pooled
+from benchmirt_bayes.analyses.item_regression import item_coefficient, pooled
 from benchmirt_bayes.draws import PosteriorDraws
 
 
@@ -54,12 +58,7 @@ def differential_item_functioning(
     focal
         The group compared with all other LLMs (default: every group in turn).
     fdr
-        Level of the Bayesian false-discovery control over items (per focal group).
-        Measured at the default 0.1 on ADVI fits at the built-in scale
-        (``benchmarks/audit_calibration.py``): no item flagged on a clean simulation; with
-        60 planted DIF items (±3 logits for half of the LLMs) the top 60 hold 57 of them and
-        the flagged set's false-discovery proportion is 0.15, above the stated level
-        (ADVI's too narrow posteriors make the per-item SDs too small).
+        False-discovery rate of the flags over items (Benjamini–Hochberg, per focal group).
     n_draws
         Posterior draws used.
     seed
@@ -70,10 +69,10 @@ def differential_item_functioning(
     DataFrame
         One row per (focal group, item): ``focal``, ``item``, ``benchmark``, ``n_focal``
         (focal LLMs that answered), ``delta_mean`` (posterior mean shift of the focal group's
-        logit, > 0: easier for the group), ``delta_sd``, ``lfdr``, ``p_dif``,
-        ``flagged`` and ``z = delta_mean / delta_sd``. Sorted by focal group, then ``lfdr``,
-        then ``|z|``. The two-group fit (``pi0``,
-        ``tau``) per focal group is in ``.attrs["two_group"]``.
+        logit, > 0: easier for the group), ``delta_sd``, ``lfdr``, ``p_dif``, ``p_value``
+        (two-sided, of ``z``), ``flagged`` and ``z = delta_mean / delta_sd``. Sorted by
+        focal group, then ``lfdr``, then ``|z|``. The two-group fit (``pi0``, ``tau``) per
+        focal group is in ``.attrs["two_group"]``.
 
     """
     if not 0 < fdr < 1:
@@ -99,7 +98,9 @@ def differential_item_functioning(
         pi0, tau = _two_group_fit(delta[usable], delta_sd[usable])
         lfdr = np.ones_like(delta)
         lfdr[usable] = _local_fdr(delta[usable], delta_sd[usable], pi0, tau)
-        flagged = bayesian_fdr_selection(lfdr, fdr)
+        p_value = np.ones_like(delta)
+        p_value[usable] = 2.0 * norm.sf(np.abs(delta[usable]) / delta_sd[usable])
+        flagged = false_discovery_control(p_value, method="bh") <= fdr
         fits[level] = {"pi0": pi0, "tau": tau}
         strength = np.abs(delta) / delta_sd
         frames.append(
@@ -113,6 +114,7 @@ def differential_item_functioning(
                     "delta_sd": delta_sd,
                     "lfdr": lfdr,
                     "p_dif": 1.0 - lfdr,
+                    "p_value": p_value,
                     "flagged": flagged,
                     "z": np.where(delta >= 0, 1.0, -1.0) * strength,
                 }

@@ -193,8 +193,7 @@ def resolve_settings(
         if method != "nuts" and nuts is not None:
             automatic["nuts"] = "settings unused: method 'auto' resolved to ADVI"
             nuts = None
-        from_prior = coerce_settings(nuts, NutsSettings, "nuts").init == "prior"
-        if method == "nuts" and advi is not None and from_prior:
+        elif advi is not None and coerce_settings(nuts, NutsSettings, "nuts").init == "prior":
             automatic["advi"] = "settings unused: method 'auto' resolved to NUTS started from the prior"
             advi = None
     if method != "nuts" and nuts is not None:

@@ -289,7 +289,7 @@ def _audits(posterior: xr.DataTree, dif_group: str | None, seed: int) -> str:
         flagged = dif[dif["flagged"]]
         parts.append(
             f"<h3>Differential item functioning by {html.escape(dif_group)}</h3><p>{len(flagged)} items "
-            "behave differently for one group at equal ability (Bayesian FDR 10%).</p>"
+            "behave differently for one group at equal ability (false-discovery rate 10%).</p>"
             + _table(
                 flagged.head(15).set_index(["focal", "item"])[
                     ["benchmark", "delta_mean", "delta_sd", "p_dif"]
