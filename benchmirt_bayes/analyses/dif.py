@@ -20,8 +20,7 @@ model: its normal alternative puts mass near zero, so when the real shifts are f
 the ``lfdr`` of null items with ``|z|`` near 3 is too small and a set chosen by mean ``lfdr``
 holds more false discoveries than stated. The flagged items are those that the
 Benjamini–Hochberg procedure at level ``fdr`` keeps on the two-sided normal p-values of
-``z = δ̂ / sd``, which needs only that the null items' ``z`` are standard normal (true of the
-pooled posterior estimates on planted simulations: SD 0.96 over 1,656 null items).
+``z = δ̂ / sd``, which needs only that the null items' ``z`` are standard normal.
 """
 
 from __future__ import annotations
