@@ -40,7 +40,7 @@ MIN_LLMS = 20
 STEPWISE_MIN_LLMS = 1000
 """Under ``method="auto"``, benchmarks with fewer LLMs of known full score get random items
 instead of stepwise ones. Measured on the Open LLM Leaderboard: at 40–112 training LLMs
-stepwise items gave intervals covering a third to four fifths of held-out LLMs
+stepwise items gave 90 % intervals covering 0.36–0.93 of held-out LLMs
 (``benchmarks/small_population_scores.py``); with thousands of training LLMs they gave the
 smallest errors (``benchmarks/score_estimation.py``). Sizes in between were not measured."""
 SCORE_SELECTIONS = ("auto", "stepwise", "random", "stratified")
