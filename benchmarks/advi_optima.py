@@ -38,7 +38,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 from bench_tables import markdown_table
-from scipy.special import expit
 
 from benchmirt_bayes import (
     ResponseMatrix,
@@ -50,6 +49,7 @@ from benchmirt_bayes import (
     load_opencompass,
 )
 from benchmirt_bayes.posterior import final_elbo
+from benchmirt_bayes.response_types.base import sigmoid
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -64,7 +64,7 @@ def stall_case(seed: int = 0) -> ResponseMatrix:
     second = rng.random(n_items) < 0.35
     loading[second, 1] = rng.normal(0.0, 1.0, second.sum())
     intercept = rng.normal(0.3, 1.5, n_items)
-    values = (rng.random((n_llms, n_items)) < expit(ability @ loading.T + intercept)).astype(float)
+    values = (rng.random((n_llms, n_items)) < sigmoid(ability @ loading.T + intercept)).astype(float)
     return ResponseMatrix(
         xr.DataArray(
             values,

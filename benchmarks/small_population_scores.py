@@ -2,8 +2,9 @@
 
 A researcher with a few dozen LLMs of known full score wants the full scores of new LLMs
 from a few items. For each population size ``N`` (20, 50, 140), ``N`` LLMs are sampled
-(seeded; several independent samples at the small sizes, ``--samples``, so that each cell
-has at least 100 held-out LLM × benchmark pairs on a single benchmark) and split into 5
+(seeded; ``--samples`` independent samples per size for a single benchmark, and that number
+divided by the set's benchmarks, at least one, for a set of several, since each held-out LLM
+gives one pair per benchmark) and split into 5
 folds; each fold is held out in turn, the others are the training LLMs: a fit of their
 responses (``fit_posterior`` with its defaults for the data: 2 dimensions on the joint set,
 the 1-dimension ``2pl`` spec on a single benchmark), items chosen on them, a link to the
@@ -21,7 +22,7 @@ the random items (no interval). Printed per (set, N, items per benchmark, route)
 of the 90 % intervals, mean width, MAE (points) and the MAE difference to ``random / blend``
 with its paired SE (over held-out LLM × benchmark cells).
 
-    python benchmarks/small_population_scores.py                       # all six sets, ~1.5 h on 2 cores
+    python benchmarks/small_population_scores.py                       # all six sets, ~3 h on 2 cores
     python benchmarks/small_population_scores.py --sets gsm8k --sizes 50 --folds 2
     python benchmarks/small_population_scores.py --summarise A/predictions.csv B/predictions.csv
 """
@@ -198,8 +199,8 @@ def main() -> None:
         "--samples",
         nargs="+",
         type=int,
-        default=[5, 2, 1],
-        help="independent LLM samples per size (as --sizes)",
+        default=[3, 1, 1],
+        help="independent LLM samples per --sizes entry for one benchmark (a set of B: this // B, >= 1)",
     )
     parser.add_argument(
         "--selections",
@@ -242,8 +243,9 @@ def main() -> None:
     rows = []
     for set_name in args.sets:
         responses, scores = load_set(set_name)
+        n_benchmarks = len(responses.benchmark_names)
         for size, samples in zip(args.sizes, args.samples, strict=True):
-            for sample_index in range(samples):
+            for sample_index in range(max(1, samples // n_benchmarks)):
                 for fold in range(args.run_folds or args.folds):
                     rows += fold_rows(
                         set_name,

@@ -97,11 +97,10 @@ def differential_item_functioning(
         pi0, tau = _two_group_fit(delta[usable], delta_sd[usable])
         lfdr = np.ones_like(delta)
         lfdr[usable] = _local_fdr(delta[usable], delta_sd[usable], pi0, tau)
-        p_value = np.ones_like(delta)
-        p_value[usable] = 2.0 * norm.sf(np.abs(delta[usable]) / delta_sd[usable])
+        strength = np.abs(delta) / delta_sd
+        p_value = np.where(usable, 2.0 * norm.sf(strength), 1.0)
         flagged = false_discovery_control(p_value, method="bh") <= fdr
         fits[level] = {"pi0": pi0, "tau": tau}
-        strength = np.abs(delta) / delta_sd
         frames.append(
             pd.DataFrame(
                 {
