@@ -37,6 +37,12 @@ SETTINGS = {
     "count-2d": SbcSetting(
         n_llms=30, items_per_benchmark=20, n_benchmarks=2, n_dims=2, response_type="count"
     ),
+    "graded-2d": SbcSetting(
+        n_llms=30, items_per_benchmark=20, n_benchmarks=2, n_dims=2, response_type="graded"
+    ),
+    "continuous-2d": SbcSetting(
+        n_llms=30, items_per_benchmark=20, n_benchmarks=2, n_dims=2, response_type="continuous"
+    ),
 }
 HERE = Path(__file__).resolve().parent
 
@@ -78,6 +84,8 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--methods", nargs="+", choices=["nuts", "advi"], default=["nuts", "advi"])
     parser.add_argument("--replications", type=int, default=100)
+    parser.add_argument("--nuts-tune", type=int, default=1000, help="NUTS tuning steps per chain (2 chains)")
+    parser.add_argument("--nuts-draws", type=int, default=1000, help="NUTS draws per chain")
     parser.add_argument("--seed", type=int, default=20261204)
     parser.add_argument("--out", default="benchmark_results/sbc")
     parser.add_argument("--figures", default=str(HERE / "figures"), help="where the rank ECDF figures go")
@@ -94,6 +102,7 @@ def main() -> None:
                 method=method,
                 n_replications=args.replications,
                 seed=args.seed,
+                nuts={"tune": args.nuts_tune, "draws": args.nuts_draws} if method == "nuts" else None,
                 progressbar=False,
             )
             row, table = summarise(tree, name, method, time.perf_counter() - start)
@@ -105,7 +114,8 @@ def main() -> None:
     nuts = summary[summary["method"] == "nuts"].dropna(axis=1, how="all").convert_dtypes()
     advi = summary[summary["method"] == "advi"].dropna(axis=1, how="all").convert_dtypes()
     lines = [
-        f"{args.replications} replications per run; seed {args.seed}; {os.cpu_count()} cores. "
+        f"{args.replications} replications per run; seed {args.seed}; {os.cpu_count()} cores; "
+        f"NUTS: 2 chains × ({args.nuts_tune} + {args.nuts_draws}). "
         "Each run monitors the linear predictor η of 3 cells, mdisc and difficulty of 3 items, "
         "3 LLM-pair ability distances, every benchmark's intercept mean and spreads and (2+ "
         "dimensions) the cosine of two benchmarks' mean loadings. "

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pymc as pm
 import pytest
 import xarray as xr
 from scipy import stats
@@ -469,3 +470,17 @@ def test_cross_validation_scores_every_type(mixed_sim):
     assert np.isfinite(summary.loc["mirt_1d", "log_loss"])  # binary cells keep their metrics
     with pytest.raises(ValueError, match="scheme='cells'"):
         cross_validate(mixed_sim.responses, n_dims=(1,), folds=2, scheme="llms", method="map")
+
+
+@pytest.mark.parametrize("response_type", ["graded", "continuous", "count"])
+def test_the_pymc_term_draws_one_response_per_observed_cell_in_the_type_range(response_type):
+    from benchmirt_bayes.workflows.sbc import SbcSetting, sbc_design
+
+    design = sbc_design(SbcSetting(n_llms=6, items_per_benchmark=3, response_type=response_type))
+    model = build_model(design, 1)
+    (observed,) = model.observed_RVs
+    draws = pm.draw(observed, draws=20, random_seed=1)
+    assert draws.shape == (20, int(np.isfinite(design.values).sum()))
+    scale = np.broadcast_to(design.score_scale, design.values.shape)[np.isfinite(design.values)]
+    assert (draws >= 0).all() and (draws <= scale).all()
+    assert len(np.unique(draws)) > 2  # more than two values: the categories, counts or scores move

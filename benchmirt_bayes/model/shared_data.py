@@ -18,9 +18,6 @@ import pytensor
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.traversal import graph_inputs
 
-from benchmirt_bayes.data.responses import ResponseMatrix
-from benchmirt_bayes.response_types import response_model
-
 SHARED_SUFFIX = "_data"
 """Name of an observed variable's shared data: ``<observed name>_data``."""
 
@@ -40,30 +37,14 @@ def _shared_holder(model: pm.Model, rv: Any) -> SharedVariable | None:
     return found[0] if len(found) == 1 else None
 
 
-def with_shared_observations(model: pm.Model, responses: ResponseMatrix) -> pm.Model:
+def with_shared_observations(model: pm.Model) -> pm.Model:
     """The same model with each observed variable's data held in a shared variable.
 
     ``model`` is :func:`~benchmirt_bayes.model.pymc_model.build_model` of ``responses``. The
     shared variables are named ``<observed name>_data`` (nutpie's ``with_data`` keys). Set
     new responses with :func:`set_observations`: the same items, LLMs and observed cells
     (the terms gather cells by fixed positions), the values of another data set.
-
-    Raises
-    ------
-    ValueError
-        When a response type present builds constants from the responses besides its
-        observed value (:attr:`~benchmirt_bayes.response_types.base.ResponseModel.data_in_observed_value`):
-        new responses would leave those constants, hence the likelihood, unchanged.
-
     """
-    fixed = sorted(
-        {str(t) for t in responses.response_types if not response_model(str(t)).data_in_observed_value}
-    )
-    if fixed:
-        raise ValueError(
-            f"the PyMC terms of response type(s) {fixed} build constants from the responses "
-            "beyond their observed values; build the model for each data set instead"
-        )
     shared = {
         name: pytensor.shared(values, name=name + SHARED_SUFFIX)
         for name, values in observed_values(model).items()

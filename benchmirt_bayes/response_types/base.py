@@ -92,11 +92,6 @@ class ResponseModel(ABC):
     scoring_rules: ClassVar[tuple[str, ...]] = ()
     """Held-out scoring rules reported per type besides the log score (``rps``, ``crps``,
     ``coverage_90``); the binary type is scored by the probability metrics instead."""
-    data_in_observed_value: ClassVar[bool] = False
-    """Whether the PyMC term reads the responses only through its observed variable's value
-    (so a model can take new responses of the same observed cells without being built
-    again: :mod:`benchmirt_bayes.model.shared_data`); ``False`` when the term also builds
-    constants from the responses, such as the cutpoint bounds of each cell's category."""
     simulated_benchmark: ClassVar[str | None] = None
     """The built-in benchmark that carries this type in the simulator's ``"mixed"`` set."""
 
@@ -145,7 +140,11 @@ class ResponseModel(ABC):
 
         ``responses`` is a :class:`~benchmirt_bayes.data.responses.ResponseMatrix` of the
         type's items only; ``loading`` and ``intercept`` are their rows. ``prior`` is the
-        type's spec section (:attr:`prior_defaults` fill what it leaves out).
+        type's spec section (:attr:`prior_defaults` fill what it leaves out). The term reads
+        the response values only through the observed variable's value (constants may come
+        from the cells' positions and the item metadata, never from the values), so a model
+        can take new responses of the same observed cells without being built again
+        (:mod:`benchmirt_bayes.model.shared_data`).
         """
 
     def scale(self, **params: Any) -> Any:

@@ -25,7 +25,6 @@ class BinaryLogistic(ResponseModel):
     """Correct / incorrect: ``P(y = 1) = σ(η)`` (the compensatory multidimensional 2PL)."""
 
     name = "binary"
-    data_in_observed_value = True
     observed_name = "correct"
 
     def item_metadata(

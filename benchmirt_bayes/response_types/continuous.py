@@ -25,6 +25,7 @@ from benchmirt_bayes.response_types.base import (
 from benchmirt_bayes.response_types.cutpoints import (
     category_bounds,
     cell_bounds,
+    core_cutpoints,
     discrete_information,
     interval_log_probability,
     interval_score,
@@ -311,32 +312,23 @@ class OrderedBeta(ResponseModel):
         model.add_coord(f"{name}_cell", np.arange(rows.size))
         eta = cell_eta(ability, loading, intercept, rows, cols)
         cell_bench = codes[cols]
-        lower, upper = cell_bounds(
-            pt.specify_shape(cutpoints, (len(names), 2)), cell_bench, score_part(values)
-        )
 
         def logp(
-            value: pt.TensorVariable,
-            eta: pt.TensorVariable,
-            lo: pt.TensorVariable,
-            up: pt.TensorVariable,
-            phi: pt.TensorVariable,
-            cuts: pt.TensorVariable,
+            value: pt.TensorVariable, eta: pt.TensorVariable, phi: pt.TensorVariable, cuts: pt.TensorVariable
         ) -> pt.TensorVariable:
-            return self._log_likelihood_within(value, eta, lo, up, phi, PYTENSOR)
+            lower, upper = cell_bounds(cuts, cell_bench, score_part(value))
+            return self._log_likelihood_within(value, eta, lower, upper, phi, PYTENSOR)
 
         return pm.CustomDist(
             name,
             eta,
-            lower,
-            upper,
             precision[cell_bench],
-            cutpoints[cell_bench],  # for draws only; the log density uses the two bounds
+            cutpoints,
             logp=logp,
-            random=lambda eta, lo, up, phi, cuts, rng, size: self.draw(
-                eta, rng, size, cutpoints=cuts, precision=phi
+            random=lambda eta, phi, cuts, rng, size: self.draw(
+                eta, rng, size, cutpoints=core_cutpoints(cuts)[cell_bench], precision=phi
             ),
-            signature="(),(),(),(),(b)->()",
+            signature="(),(),(b,t)->()",
             observed=values.astype(float),
             dims=f"{name}_cell",
         )

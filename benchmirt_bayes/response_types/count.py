@@ -29,7 +29,6 @@ class BinomialLogistic(ResponseModel):
     """``k`` correct of ``n`` tries (repeated sampling): ``k ~ Binomial(n, σ(η))``."""
 
     name = "count"
-    data_in_observed_value = True
     observed_name = "count"
     item_parameters: ClassVar[dict[str, tuple[str, int]]] = {"n_trials": ("n_trials", 0)}
     fixed_parameters = ("n_trials",)

@@ -56,20 +56,27 @@ def category_bounds(y: Any, cutpoints: Any, xp: Any = np) -> tuple[Any, Any]:
     return lower, upper
 
 
+def core_cutpoints(cutpoints: Any, xp: Any = np) -> Any:
+    """Drop the length-1 batch axes a ``pm.CustomDist`` puts before a ``(rows, width)`` cutpoint matrix."""
+    if xp is PYTENSOR:
+        return cutpoints.reshape(cutpoints.shape[-2:], ndim=2)
+    return np.reshape(cutpoints, np.shape(cutpoints)[-2:])
+
+
 def cell_bounds(
-    cutpoints: pt.TensorVariable, row_of_cell: np.ndarray, category_of_cell: np.ndarray
+    cutpoints: pt.TensorVariable, row_of_cell: np.ndarray, category_of_cell: pt.TensorVariable
 ) -> tuple[pt.TensorVariable, pt.TensorVariable]:
     """The cutpoints below and above each observed cell's category, for PyTensor terms.
 
-    ``cutpoints`` has one row per item (or benchmark) and ``width`` columns known here; one
+    ``cutpoints`` has one row per item (or benchmark); ``category_of_cell`` may be the
+    observed variable itself, so a model reads its responses only through their value. One
     flat gather per bound keeps the gradient a cheap scatter-add over the cells.
     """
-    width = cutpoints.type.shape[-1]
-    bounded = bounded_cutpoints(cutpoints, PYTENSOR).ravel()
-    index = np.asarray(row_of_cell, dtype=np.int64) * (width + 2) + np.asarray(
-        category_of_cell, dtype=np.int64
-    )
-    return bounded[index], bounded[index + 1]
+    bounded = bounded_cutpoints(core_cutpoints(cutpoints, PYTENSOR), PYTENSOR)
+    width = bounded.shape[-1]
+    index = pt.as_tensor(np.asarray(row_of_cell, dtype=np.int64)) * width + pt.cast(category_of_cell, "int64")
+    flat = bounded.ravel()
+    return flat[index], flat[index + 1]
 
 
 def category_probabilities(eta: np.ndarray, cutpoints: np.ndarray) -> np.ndarray:

@@ -25,6 +25,7 @@ from benchmirt_bayes.response_types.cutpoints import (
     category_bounds,
     category_probabilities,
     cell_bounds,
+    core_cutpoints,
     discrete_information,
     interval_log_probability,
     interval_score,
@@ -230,22 +231,22 @@ class GradedLogistic(ResponseModel):
         rows, cols, values = observed_cells(responses)
         model.add_coord(f"{name}_cell", np.arange(rows.size))
         eta = cell_eta(ability, loading, intercept, rows, cols)
-        lower, upper = cell_bounds(cutpoints, cols, values)
 
         def logp(
-            value: pt.TensorVariable, eta: pt.TensorVariable, *bounds: pt.TensorVariable
+            value: pt.TensorVariable, eta: pt.TensorVariable, cuts: pt.TensorVariable
         ) -> pt.TensorVariable:
-            return interval_log_probability(bounds[0], bounds[1], eta, PYTENSOR)
+            lower, upper = cell_bounds(cuts, cols, value)
+            return interval_log_probability(lower, upper, eta, PYTENSOR)
 
         return pm.CustomDist(
             name,
             eta,
-            lower,
-            upper,
-            cutpoints[cols],  # for draws only; the log density uses the two bounds
+            cutpoints,
             logp=logp,
-            random=lambda eta, lo, up, cuts, rng, size: self.draw(eta, rng, size, cutpoints=cuts),
-            signature="(),(),(),(c)->()",
+            random=lambda eta, cuts, rng, size: self.draw(
+                eta, rng, size, cutpoints=core_cutpoints(cuts)[cols]
+            ),
+            signature="(),(i,c)->()",
             observed=values.astype(np.int16),
             dims=f"{name}_cell",
             dtype="int16",

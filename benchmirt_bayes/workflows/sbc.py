@@ -16,10 +16,9 @@ the linear predictor ``η`` of chosen cells (every response probability is a fun
 distances between LLMs' abilities, each benchmark's pooled intercept mean and its two
 spreads, and (two or more dimensions) the cosine between two benchmarks' mean loading vectors.
 
-For response types whose likelihood reads the responses through its observed value only
-(binary, count) the replications share one compiled model: its observations are shared
-variables that each replication sets (:mod:`benchmirt_bayes.model.shared_data`), so a
-replication costs its sampling only; other types build and compile a model per replication.
+The replications share one compiled model: its observations are shared variables that each
+replication sets (:mod:`benchmirt_bayes.model.shared_data`), so a replication costs its
+sampling only.
 """
 
 from __future__ import annotations
@@ -243,8 +242,7 @@ def _run(
     progressbar: bool,
 ) -> xr.DataTree:
     base = build_model(design, setting.n_dims, spec=settings.spec, likelihood=settings.likelihood)
-    reusable = response_model(setting.response_type).data_in_observed_value
-    shared = with_shared_observations(base, design) if reusable else None
+    shared = with_shared_observations(base)
     names = kept_variables(base)
     own = [v for v in response_model(setting.response_type).draw_variables if v in base.named_vars]
     with base:
@@ -253,9 +251,9 @@ def _run(
     layout = ResponseLayout.from_responses(design)
     picks = MonitoredPicks.choose(design.n_llms, design.n_items, seed)
     nutpie_model = None
-    if reusable and method == "nuts" and settings.nuts.sampler == "nutpie" and settings.nuts.init != "advi":
+    if method == "nuts" and settings.nuts.sampler == "nutpie" and settings.nuts.init != "advi":
         nutpie_model = compile_nutpie(shared)
-    log_density = shared.compile_logp() if reusable and method == "advi" else None
+    log_density = shared.compile_logp() if method == "advi" else None
 
     ranks: dict[str, list[np.ndarray]] = {}
     records = []
@@ -264,13 +262,11 @@ def _run(
         truth = {name: prior[name].values[r] for name in prior.data_vars}
         eta = linear_predictor(truth["ability"], truth["loading"], truth["intercept"])
         responses = design.with_values(layout.draw(eta, layout.parameters(truth), rng))
-        model = build_model(responses, setting.n_dims, spec=settings.spec, likelihood=settings.likelihood)
-        if reusable:  # one compiled model for every replication
-            set_observations(shared, observed_values(model))
-            model = shared
+        fresh = build_model(responses, setting.n_dims, spec=settings.spec, likelihood=settings.likelihood)
+        set_observations(shared, observed_values(fresh))  # one compiled model for every replication
         fit_seed = int(rng.integers(2**31))
         start = time.perf_counter()
-        raw = sample_model(model, responses, settings, fit_seed, nutpie_model=nutpie_model)
+        raw = sample_model(shared, responses, settings, fit_seed, nutpie_model=nutpie_model)
         seconds = time.perf_counter() - start
         draws = raw.posterior.stack(sample=("chain", "draw")).transpose("sample", ...)
         keep = np.linspace(0, draws.sizes["sample"] - 1, n_ranks).round().astype(int)
@@ -286,7 +282,7 @@ def _run(
             record["max_rhat"] = _max_rhat(raw.posterior, names, picks)
         else:
             q = mean_field_of_record(raw.elbo)
-            record["pareto_k"] = mean_field_pareto_k(model, q, seed=[seed, 3, r], log_density=log_density)
+            record["pareto_k"] = mean_field_pareto_k(shared, q, seed=[seed, 3, r], log_density=log_density)
         records.append(record)
     return _tree(setting, settings, method, seed, n_ranks, ranks, records)
 
