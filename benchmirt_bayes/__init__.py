@@ -16,6 +16,7 @@ The public API, by layer (see ARCHITECTURE.md):
 """
 
 from benchmirt_bayes.analyses.abilities import ability_table
+from benchmirt_bayes.analyses.asymptote_flags import asymptote_flags
 from benchmirt_bayes.analyses.audit import (
     BenchmarkAudit,
     DimensionNames,
@@ -66,6 +67,7 @@ from benchmirt_bayes.posterior import with_log_likelihood
 from benchmirt_bayes.reports.report import write_report
 from benchmirt_bayes.response_types import RESPONSE_MODELS, response_model
 from benchmirt_bayes.response_types.base import ResponseModel
+from benchmirt_bayes.simulation.asymptote_plants import AsymptotePlan
 from benchmirt_bayes.simulation.audit_plants import AuditPlan
 from benchmirt_bayes.simulation.simulate import SimulatedBenchmark, simulate_benchmirt
 from benchmirt_bayes.simulation.streaming import MatrixSource, StreamingSimulation
@@ -89,6 +91,7 @@ __all__ = [
     # simulation
     "SimulatedBenchmark",
     "simulate_benchmirt",
+    "AsymptotePlan",
     "AuditPlan",
     "MatrixSource",
     "StreamingSimulation",
@@ -142,6 +145,7 @@ __all__ = [
     "person_fit",
     "differential_item_functioning",
     "miskeyed_items",
+    "asymptote_flags",
     # workflows
     "DimensionChoice",
     "choose_n_dims",

@@ -179,10 +179,8 @@ def type_parameters(
 ) -> ItemParameters:
     """The response types' own item parameters of ``draws``, sample axis first.
 
-    The arrays broadcast against ``η`` of shape ``(sample, llm, item)``; empty for 0/1 data.
+    The arrays broadcast against ``η`` of shape ``(sample, llm, item)``; empty for 2PL data.
     """
-    if layout.is_binary:
-        return {}
     arrays = {}
     for name in TYPE_PARAMETER_VARIABLES:
         if name in draws:
@@ -227,9 +225,7 @@ def point_parameters(posterior: xr.DataTree) -> tuple[np.ndarray, np.ndarray, np
 
 
 def point_type_parameters(posterior: xr.DataTree, layout: ResponseLayout) -> ItemParameters:
-    """Posterior means of the response types' own item parameters (empty for 0/1 data)."""
-    if layout.is_binary:
-        return {}
+    """Posterior means of the response types' own item parameters (empty for 2PL data)."""
     post = posterior["posterior"]
     means = {n: post[n].mean(("chain", "draw")).values for n in TYPE_PARAMETER_VARIABLES if n in post}
     return layout.parameters(means)
@@ -269,7 +265,7 @@ def pointwise_log_likelihood(tree: xr.DataTree) -> xr.Dataset:
     loading = post["loading"].sel(item=items).transpose("chain", "draw", "item", "dimension").values
     intercept = post["intercept"].sel(item=items).transpose("chain", "draw", "item").values
     layout = ResponseLayout.from_responses(responses)
-    if layout.is_binary:
+    if layout.is_binary and not any(name in post for name in TYPE_PARAMETER_VARIABLES):
         eta = cell_linear_predictor(ability[:, :, rows], loading[:, :, cols], intercept[:, :, cols])
         log_lik = response_model(DEFAULT_TYPE).log_likelihood(responses.values[rows, cols], eta)
     else:

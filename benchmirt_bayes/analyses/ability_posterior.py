@@ -104,8 +104,11 @@ def grid_ability_posterior(
         params = layout.at_sample(draws.params, s)
         score = layout.expected_score(eta, params, expand=0)  # (point, item)
         if layout.is_binary:
-            log_p = BINARY.log_likelihood(1.0, eta[:, columns])  # log P(correct) per point and item
-            log_q = BINARY.log_likelihood(0.0, eta[:, columns])
+            asymptotes = layout.take_parameters(params, columns)  # floor and ceiling, if any
+            log_p = BINARY.log_likelihood(
+                1.0, eta[:, columns], **asymptotes
+            )  # log P(correct) per point and item
+            log_q = BINARY.log_likelihood(0.0, eta[:, columns], **asymptotes)
             y = np.where(answered[:, columns], outcomes[:, columns], 0.0)
             seen = answered[:, columns].astype(float)
             loglik = y @ log_p.T + (seen - y) @ log_q.T  # (unit, point)

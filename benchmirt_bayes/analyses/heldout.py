@@ -230,7 +230,10 @@ def _cell_predictions(fit: xr.DataTree, test: np.ndarray, seed: int) -> np.ndarr
     for s in range(ability.shape[0]):
         if layout.is_binary:
             eta = cell_linear_predictor(ability[s, rows], loading[s, cols], intercept[s, cols])
-            total += BINARY.expected_score(eta)
+            asymptotes = layout.take_parameters(
+                layout.at_sample(params, s), cols
+            )  # floor and ceiling, if any
+            total += BINARY.expected_score(eta, **asymptotes)
         else:
             eta = linear_predictor(ability[s], loading[s], intercept[s])
             total += layout.expected_score(eta, layout.at_sample(params, s))[rows, cols]
@@ -259,11 +262,11 @@ def _held_out_llm_predictions(
 def _held_out_item_predictions(
     fit: xr.DataTree, responses: ResponseMatrix, split: FoldSplit, seed: int
 ) -> np.ndarray:
-    if not responses.is_binary:
+    if not responses.is_binary or "floor" in fit["posterior"]:
         raise ValueError(
-            "held-out items (scheme='items') are predicted for binary items only: a new graded or "
-            "continuous item's cutpoints have no estimate from the held-out regression; use "
-            "scheme='cells'"
+            "held-out items (scheme='items') are predicted for 2PL binary items only: a new graded "
+            "or continuous item's cutpoints, or a 3PL/4PL item's floor and ceiling, have no "
+            "estimate from the held-out regression; use scheme='cells' or 'llms'"
         )
     draws = PosteriorDraws.from_posterior(
         fit, _PREDICTION_DRAWS, seed=seed, abilities=True, extra=_HYPERPARAMETERS

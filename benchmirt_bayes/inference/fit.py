@@ -218,11 +218,11 @@ def resolve_settings(
     if nuts_settings is not None:
         require_sampler(nuts_settings.sampler)
     jax = nuts_settings is not None and nuts_settings.sampler == "numpyro"
-    form = resolve_likelihood(responses, likelihood, jax=jax)
+    model_spec = load_spec(spec)
+    form = resolve_likelihood(responses, likelihood, jax=jax, spec=model_spec)
     if likelihood == "auto":
         share = responses.n_observed / responses.values.size
         automatic["likelihood"] = f"{form!r} ({share:.0%} of cells observed)"
-    model_spec = load_spec(spec)
     if method != "nuts" and model_spec.intercept.noncentered == "auto":
         # the funnel that "auto" avoids is NUTS's; the optimisers' figures were measured centred
         model_spec = model_spec.with_overrides({"name": model_spec.name, "intercept": {"noncentered": False}})

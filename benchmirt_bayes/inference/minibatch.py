@@ -38,7 +38,7 @@ from benchmirt_bayes.inference.advi import POLISH_FACTOR, ElboConvergence, elbo_
 from benchmirt_bayes.inference.fit import RawFit, assemble_posterior, optimisation_start
 from benchmirt_bayes.inference.initialisation import jittered_start
 from benchmirt_bayes.inference.settings import AdviSettings, FitSettings, coerce_settings, positive_int
-from benchmirt_bayes.model.pymc_model import build_model
+from benchmirt_bayes.model.pymc_model import build_model, has_binary_asymptotes
 from benchmirt_bayes.model.spec import ModelSpec, load_spec
 from benchmirt_bayes.posterior import kept_variables, with_variational
 from benchmirt_bayes.response_types.base import linear_predictor, softplus
@@ -141,6 +141,11 @@ def fit_minibatch_advi(
         raise ValueError("anchors = 'auto' chooses anchors from the whole matrix; name the anchor benchmarks")
     col_placement, replicated = _placements(devices, item_batch)
     structure = responses if responses is not None else _structure_matrix(source)
+    if has_binary_asymptotes(structure, model_spec):
+        raise ValueError(
+            "the minibatch path fits the 2PL only (its block likelihood is the Bernoulli logit); "
+            "benchmarks with floors or ceilings (3PL/4PL) fit with fit_posterior"
+        )
     model = build_model(structure, n_dims, spec=model_spec, observed=False)
     layout = _FlatLayout.from_model(model)
     start_point = _unconstrained_start(model, responses, settings, seed)

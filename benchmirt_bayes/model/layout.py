@@ -5,7 +5,7 @@ fit (prediction, scoring, information, simulation) works on whole ``(llm, item)`
 the linear predictor ``η``; the layout splits the item axis by response type, hands each
 part to its :class:`~benchmirt_bayes.response_types.base.ResponseModel` with that type's
 item parameters, and puts the results back in item order. For data of the default (0/1)
-type only it calls that model on the whole array.
+type only, without floors or ceilings, it calls that model on the whole array.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class ResponseLayout:
         ``eta`` is ``(…, item)``; ``expand`` is the number of axes of ``eta`` between the
         parameters' sample axes and the item axis (1: ``(sample, llm, item)``).
         """
-        if self.is_binary:
+        if self.is_binary and not params:
             return DEFAULT_MODEL.expected_score(eta)
         out = self._apply(lambda model, e, p, _: model.expected_score(e, **p), eta, params, None, expand)
         return out / self.score_scale if scaled else out
@@ -148,7 +148,7 @@ class ResponseLayout:
         self, eta: np.ndarray, params: ItemParameters, *, scaled: bool = True, expand: int = 1
     ) -> np.ndarray:
         """Variance of the response per cell; of the score on ``[0, 1]`` when ``scaled``."""
-        if self.is_binary:
+        if self.is_binary and not params:
             return DEFAULT_MODEL.variance(eta)
         out = self._apply(lambda model, e, p, _: model.variance(e, **p), eta, params, None, expand)
         return out / self.score_scale**2 if scaled else out
@@ -157,7 +157,7 @@ class ResponseLayout:
         self, y: np.ndarray, eta: np.ndarray, params: ItemParameters, *, expand: int = 1
     ) -> np.ndarray:
         """Log-likelihood per cell (``y`` broadcast against ``η``; unobserved cells give NaN)."""
-        if self.is_binary:
+        if self.is_binary and not params:
             return DEFAULT_MODEL.log_likelihood(y, eta)
         y = np.asarray(y, dtype=float)
         observed = ~np.isnan(y)
@@ -171,7 +171,7 @@ class ResponseLayout:
         self, eta: np.ndarray, params: ItemParameters, *, expand: int = 1
     ) -> tuple[np.ndarray, np.ndarray]:
         """Mean and variance of the log-likelihood per cell under the model (person fit)."""
-        if self.is_binary:
+        if self.is_binary and not params:
             return DEFAULT_MODEL.log_likelihood_moments(eta)
         return self._apply(
             lambda model, e, p, _: model.log_likelihood_moments(e, **p), eta, params, None, expand, outputs=2
@@ -181,7 +181,7 @@ class ResponseLayout:
         self, y: np.ndarray, eta: np.ndarray, params: ItemParameters, *, expand: int = 1
     ) -> np.ndarray:
         """``∂ log p / ∂η`` per cell."""
-        if self.is_binary:
+        if self.is_binary and not params:
             return DEFAULT_MODEL.score_residual(y, eta)
         filled = np.nan_to_num(np.asarray(y, dtype=float))
         return self._apply(
@@ -190,7 +190,7 @@ class ResponseLayout:
 
     def information_weight(self, eta: np.ndarray, params: ItemParameters, *, expand: int = 1) -> np.ndarray:
         """Fisher information of ``η`` per cell."""
-        if self.is_binary:
+        if self.is_binary and not params:
             return DEFAULT_MODEL.information_weight(eta)
         return self._apply(lambda model, e, p, _: model.information_weight(e, **p), eta, params, None, expand)
 
@@ -198,7 +198,7 @@ class ResponseLayout:
         self, eta: np.ndarray, params: ItemParameters, rng: np.random.Generator, *, expand: int = 1
     ) -> np.ndarray:
         """Random responses (float array) given ``η``."""
-        if self.is_binary:
+        if self.is_binary and not params:
             return DEFAULT_MODEL.draw(eta, rng).astype(float)
         return self._apply(lambda model, e, p, _: model.draw(e, rng, **p), eta, params, None, expand)
 
@@ -215,6 +215,7 @@ class ResponseLayout:
             arguments = {
                 keyword: params[key][..., cols, :] if trailing else params[key][..., cols]
                 for keyword, (key, trailing) in model.item_parameters.items()
+                if key in params or keyword not in model.optional_parameters
             }
             for key, values in model.item_summaries(intercept[..., cols], **arguments).items():
                 out.setdefault(key, np.full(intercept.shape, np.nan))[..., cols] = values
@@ -239,6 +240,8 @@ class ResponseLayout:
             arguments = {}
             model = response_model(name)
             for keyword, (key, trailing) in model.item_parameters.items():
+                if key not in params and keyword in model.optional_parameters:
+                    continue
                 value = params[key]
                 value = value[..., cols, :] if trailing else value[..., cols]
                 if key not in FIXED_PARAMETERS:

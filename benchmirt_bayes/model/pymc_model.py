@@ -44,6 +44,7 @@ from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
 from benchmirt_bayes.model.anchors import anchored_rows, resolve_anchors
 from benchmirt_bayes.model.spec import ModelSpec, check_pattern_benchmarks, load_spec, noncentred_benchmarks
 from benchmirt_bayes.response_types import DEFAULT_TYPE, response_model, type_columns
+from benchmirt_bayes.response_types.asymptotes import AsymptoteItems
 
 ITEM_VARIABLES = ("loading", "intercept")
 DENSE_LIKELIHOOD_MIN_SHARE = 0.5
@@ -171,7 +172,7 @@ def build_model(
             f"{responses.n_llms} LLM(s) cannot identify {n_dims} dimension(s): the abilities are "
             f"centred and whitened within the sample, which needs at least n_dims + 2 = {n_dims + 2} LLMs"
         )
-    likelihood = resolve_likelihood(responses, likelihood) if observed else "none"
+    likelihood = resolve_likelihood(responses, likelihood, spec=spec) if observed else "none"
     pattern = loading_pattern(index.benchmarks, dims, spec)
     anchors = resolve_anchors(responses, index.benchmarks, index.benchmark_of_item, n_dims, spec)
     coords = {
@@ -182,9 +183,6 @@ def build_model(
         "benchmark": index.benchmarks,
         "subgroup_key": index.subgroup_keys,
     }
-    if likelihood == "cells":
-        default_items = responses.response_types == DEFAULT_TYPE
-        coords["cell"] = np.arange(int(responses.observed[:, default_items].sum()))
     ab, ld, ic = spec.ability, spec.loading, spec.intercept
     bench = index.benchmark_of_item
     with pm.Model(coords=coords) as model:
@@ -266,7 +264,15 @@ def build_model(
             pass
         elif responses.is_binary:
             default = response_model(DEFAULT_TYPE)
-            default.pymc_term(default.observed_name, ability, loading, intercept, responses, likelihood)
+            default.pymc_term(
+                default.observed_name,
+                ability,
+                loading,
+                intercept,
+                responses,
+                likelihood,
+                spec.type_prior(DEFAULT_TYPE),
+            )
         else:
             for type_name, columns in type_columns(responses.response_types).items():
                 model_of_type = response_model(type_name)
@@ -277,7 +283,7 @@ def build_model(
                     intercept[columns],
                     responses.take_items(columns),
                     likelihood,
-                    spec.type_prior(type_name) if model_of_type.prior_defaults else None,
+                    spec.type_prior(type_name),
                 )
     model.benchmirt_likelihood = likelihood
     model.benchmirt_noncentred_items = noncentred  # which items' intercepts are non-centred
@@ -285,22 +291,26 @@ def build_model(
     return model
 
 
-def resolve_likelihood(responses: ResponseMatrix, likelihood: str, *, jax: bool = False) -> str:
+def resolve_likelihood(
+    responses: ResponseMatrix, likelihood: str, *, jax: bool = False, spec: ModelSpec | None = None
+) -> str:
     """The likelihood form ``likelihood`` stands for (see :func:`build_model`).
 
     ``"auto"`` becomes ``"fused"`` (``"dense"`` when ``jax``, which has no fused
     kernel) if at least half the cells are observed, else ``"cells"``. Data with
-    non-binary items always use ``"cells"``.
+    non-binary items, and binary items to which ``spec`` gives floors or ceilings,
+    always use ``"cells"``.
     """
     if likelihood not in LIKELIHOOD_FORMS:
         raise ValueError(f"likelihood must be one of {LIKELIHOOD_FORMS}, got {likelihood!r}")
     if jax and likelihood == "fused":
         raise ValueError("the fused likelihood has no JAX implementation; use 'dense' or 'auto' with JAX")
-    if not responses.is_binary:
+    if not responses.is_binary or (spec is not None and has_binary_asymptotes(responses, spec)):
         if likelihood in ("fused", "dense"):
             raise ValueError(
-                f"likelihood={likelihood!r} is written for all-binary data; data with graded, "
-                "continuous or count items use likelihood='cells' (or 'auto')"
+                f"likelihood={likelihood!r} is written for all-binary data without floors or "
+                "ceilings; data with graded, continuous or count items, or with 3PL/4PL "
+                "benchmarks, use likelihood='cells' (or 'auto')"
             )
         return "cells"
     if likelihood != "auto":
@@ -308,6 +318,16 @@ def resolve_likelihood(responses: ResponseMatrix, likelihood: str, *, jax: bool 
     if responses.n_observed / responses.values.size < DENSE_LIKELIHOOD_MIN_SHARE:
         return "cells"
     return "dense" if jax else "fused"
+
+
+def has_binary_asymptotes(responses: ResponseMatrix, spec: ModelSpec) -> bool:
+    """Whether ``spec`` gives any binary item of ``responses`` a floor or a ceiling."""
+    binary = np.asarray(responses.response_types) == DEFAULT_TYPE
+    if not binary.any():
+        return False
+    model = response_model(DEFAULT_TYPE)
+    section = model.spec_section(spec.type_prior(DEFAULT_TYPE))
+    return AsymptoteItems.from_section(np.asarray(responses.benchmarks)[binary], section).any
 
 
 WHITENING_ITERATIONS = 24

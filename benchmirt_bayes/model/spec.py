@@ -53,9 +53,10 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
 }
 # each response type with parameters of its own has a section named after it (its priors)
 for _model in RESPONSE_MODELS.values():
-    if _model.prior_defaults:
+    if _model.prior_defaults or _model.spec_options:
         _SECTIONS[_model.name] = {key: (int, float) for key in _model.prior_defaults}
-        _OPTIONAL[_model.name] = dict(_model.prior_defaults)
+        _SECTIONS[_model.name] |= {key: type(value) for key, value in _model.spec_options.items()}
+        _OPTIONAL[_model.name] = _model.spec_section(None)
 AbilityCorrelation = Literal["whitened", "none", "lkj"]
 
 
@@ -338,6 +339,9 @@ def validate_spec(spec: ModelSpec) -> None:
             "ability.correlation = 'lkj' needs a [confirmatory] pattern: in an exploratory model "
             "correlated abilities and rotated loadings are not separately identified"
         )
+    for name, model in RESPONSE_MODELS.items():
+        if name in spec.settings and not problems:
+            problems += model.spec_problems(spec[name])
     anchors = spec.anchors
     if isinstance(anchors, str) and anchors not in ("auto", "none"):
         problems.append(f"identification.anchors must be 'auto', 'none' or a list, got {anchors!r}")

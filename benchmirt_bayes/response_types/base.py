@@ -79,6 +79,9 @@ class ResponseModel(ABC):
     item_parameters: ClassVar[dict[str, tuple[str, int]]] = {}
     """Keyword of each item parameter the methods take → (name of the whole-item-axis array
     :meth:`layout_parameters` fills, number of axes after the item axis)."""
+    optional_parameters: ClassVar[tuple[str, ...]] = ()
+    """Keywords of :attr:`item_parameters` a fit may lack: the methods then use the type's
+    defaults (the binary type's floor and ceiling)."""
     fixed_parameters: ClassVar[tuple[str, ...]] = ()
     """Item parameters that are data, not estimates (no sample axes)."""
     variables: ClassVar[tuple[str, ...]] = ()
@@ -86,7 +89,9 @@ class ResponseModel(ABC):
     draw_variables: ClassVar[tuple[str, ...]] = ()
     """The subset of :attr:`variables` :meth:`layout_parameters` reads (rotation-invariant)."""
     prior_defaults: ClassVar[dict[str, float]] = {}
-    """The type's spec section (named after the type) with the value of each field."""
+    """The numeric fields of the type's spec section (named after the type) with their defaults."""
+    spec_options: ClassVar[dict[str, Any]] = {}
+    """The other fields of the type's spec section (text, tables) with their defaults."""
     whole_numbers: ClassVar[bool] = True
     """Whether responses are whole numbers ``0 … scale`` (else any value in ``[0, scale]``)."""
     scoring_rules: ClassVar[tuple[str, ...]] = ()
@@ -146,6 +151,14 @@ class ResponseModel(ABC):
         can take new responses of the same observed cells without being built again
         (:mod:`benchmirt_bayes.model.shared_data`).
         """
+
+    def spec_section(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The type's spec section: ``given`` over :attr:`prior_defaults` and :attr:`spec_options`."""
+        return {**self.prior_defaults, **self.spec_options, **(given or {})}
+
+    def spec_problems(self, section: Mapping[str, Any]) -> list[str]:
+        """What is wrong with the type's spec section beyond field names and types (empty: nothing)."""
+        return []
 
     def scale(self, **params: Any) -> Any:
         """Highest possible response per item: divides scores onto ``[0, 1]``."""

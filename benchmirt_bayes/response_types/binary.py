@@ -1,31 +1,75 @@
-"""Correct / incorrect answers: the compensatory multidimensional two-parameter logistic."""
+"""Correct / incorrect answers: the compensatory multidimensional logistic, 2PL to 4PL.
+
+Without asymptotes ``P(y = 1) = σ(η)`` (the 2PL). Items of multiple-choice benchmarks may
+carry a floor ``g`` (the chance of a correct answer at the lowest ability, such as a guess
+among the options: the 3PL) and a ceiling ``u`` (the chance at the highest ability, below
+one when a key is wrong or an item ambiguous: the 4PL), as item parameters ``floor`` and
+``ceiling``: ``P(y = 1) = g + (u − g) σ(η)``. Every method takes them by keyword; a fit
+without them is the 2PL (``g = 0``, ``u = 1``) on its exact, cheaper formulas.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
 
 from benchmirt_bayes.dims import ITEM_DIM, LLM_DIM
+from benchmirt_bayes.response_types.asymptotes import (
+    AsymptoteItems,
+    AsymptotePrior,
+    asymptote_variables,
+    section_problems,
+)
 from benchmirt_bayes.response_types.base import (
     PYTENSOR,
     LikelihoodForm,
     ResponseModel,
+    cell_eta,
     linear_predictor,
+    observed_cells,
     sigmoid,
     softplus,
 )
 from benchmirt_bayes.response_types.fused_logit import encode_responses, fused_loglik
 
 
+def has_asymptotes(params: Mapping[str, Any]) -> bool:
+    """Whether item parameters carry a floor or a ceiling (else the 2PL's exact formulas apply)."""
+    return "floor" in params or "ceiling" in params
+
+
+def asymptotes(params: Mapping[str, Any]) -> tuple[Any, Any]:
+    """``(g, u)``: the floor and ceiling of ``params`` (0 and 1 where one is absent)."""
+    return params.get("floor", 0.0), params.get("ceiling", 1.0)
+
+
 class BinaryLogistic(ResponseModel):
-    """Correct / incorrect: ``P(y = 1) = σ(η)`` (the compensatory multidimensional 2PL)."""
+    """Correct / incorrect: ``P(y = 1) = g + (u − g) σ(η)`` (2PL: ``g = 0``, ``u = 1``).
+
+    ``floor`` and ``ceiling`` (keyword item parameters, shaped as ``η``'s item axis with
+    its leading sample axes) are optional; see the module docstring.
+    """
 
     name = "binary"
     observed_name = "correct"
+    item_parameters: ClassVar[dict[str, tuple[str, int]]] = {"floor": ("floor", 0), "ceiling": ("ceiling", 0)}
+    optional_parameters: ClassVar[tuple[str, ...]] = ("floor", "ceiling")
+    variables = ("floor", "ceiling", "floor_offset", "floor_spread", "ceiling_mean", "ceiling_spread")
+    draw_variables = ("floor", "ceiling")
+    prior_defaults: ClassVar[dict[str, float]] = {
+        "floor_offset_sigma": 1.0,
+        "floor_spread_sigma": 1.0,
+        "unknown_options_floor": 0.1,
+        "ceiling_mean_mu": 3.0,
+        "ceiling_mean_sigma": 1.0,
+        "ceiling_spread_sigma": 1.0,
+    }
+    spec_options: ClassVar[dict[str, Any]] = {"asymptotes": "2pl", "benchmarks": {}, "n_options": {}}
 
     def item_metadata(
         self, largest: np.ndarray, categories: np.ndarray, trials: np.ndarray
@@ -34,37 +78,97 @@ class BinaryLogistic(ResponseModel):
         n = np.shape(largest)[0]
         return np.full(n, 2.0), np.ones(n), np.zeros(n, dtype=bool), ""
 
+    def layout_parameters(
+        self, layout: Any, columns: np.ndarray, source: Mapping[str, Any] | None
+    ) -> dict[str, np.ndarray]:
+        """``floor`` and ``ceiling`` over the whole item axis where the fit has them (0 and 1 elsewhere)."""
+        out = {}
+        for key, neutral in (("floor", 0.0), ("ceiling", 1.0)):
+            if source is not None and key in source:
+                values = np.asarray(source[key], dtype=float)
+                full = np.full((*values.shape[:-1], layout.types.size), neutral)
+                full[..., columns] = values[..., columns]
+                out[key] = full
+        return out
+
     def simulation_metadata(self, n_items: int) -> tuple[np.ndarray, np.ndarray]:
         """Two categories, one trial."""
         return np.full(n_items, 2, dtype=np.int64), np.ones(n_items, dtype=np.int64)
 
+    def probability(self, eta: Any, xp: Any = np, **params: Any) -> Any:
+        """``P(y = 1) = g + (u − g) σ(η)``."""
+        if not has_asymptotes(params):
+            return sigmoid(eta, xp)
+        floor, ceiling = asymptotes(params)
+        return floor + (ceiling - floor) * sigmoid(eta, xp)
+
     def expected_score(self, eta: Any, xp: Any = np, **params: Any) -> Any:
-        """``σ(η)``."""
-        return sigmoid(eta, xp)
+        """``P(y = 1)``."""
+        return self.probability(eta, xp, **params)
 
     def variance(self, eta: Any, **params: Any) -> np.ndarray:
-        """``σ(η) (1 − σ(η))``."""
-        return self.information_weight(eta)
+        """``p (1 − p)``."""
+        prob = self.probability(np.asarray(eta, dtype=float), **params)
+        return prob * (1.0 - prob)
 
     def log_likelihood_moments(self, eta: Any, **params: Any) -> tuple[np.ndarray, np.ndarray]:
-        """``E = p log p + (1 − p) log(1 − p)``, ``Var = p (1 − p) η²`` (``log p − log(1 − p) = η``)."""
+        """``E = p log p + (1 − p) log(1 − p)``, ``Var = p (1 − p) (log p − log(1 − p))²``."""
         eta = np.asarray(eta, dtype=float)
-        prob = sigmoid(eta)
-        mean = prob * self.log_likelihood(1.0, eta) + (1.0 - prob) * self.log_likelihood(0.0, eta)
-        return mean, prob * (1.0 - prob) * eta**2
+        prob = self.probability(eta, **params)
+        log_p, log_q = self.log_likelihood(1.0, eta, **params), self.log_likelihood(0.0, eta, **params)
+        return prob * log_p + (1.0 - prob) * log_q, prob * (1.0 - prob) * (log_p - log_q) ** 2
 
     def log_likelihood(self, y: Any, eta: Any, xp: Any = np, **params: Any) -> Any:
-        """``y η − log(1 + e^η)``."""
-        return y * eta - softplus(eta, xp)
+        """``y η − log(1 + e^η)``; with asymptotes ``y log p + (1 − y) log(1 − p)``, stably.
+
+        ``p = (u + g e^{−η}) / (1 + e^{−η})`` and ``1 − p = ((1 − u) + (1 − g) e^{−η}) / (1 + e^{−η})``,
+        so both logs are a ``logaddexp`` minus ``softplus(−η)``: no cancellation at any ``η``.
+        """
+        if not has_asymptotes(params):
+            return y * eta - softplus(eta, xp)
+        floor, ceiling = asymptotes(params)
+        with np.errstate(divide="ignore"):  # log 0 = −inf where g = 0 or u = 1: logaddexp drops it
+            log_p = xp.logaddexp(xp.log(ceiling), xp.log(floor) - eta)
+            log_q = xp.logaddexp(xp.log1p(-ceiling), xp.log1p(-floor) - eta)
+        return xp.where(xp.equal(y, 1), log_p, log_q) - softplus(-eta, xp)
 
     def score_residual(self, y: Any, eta: Any, **params: Any) -> np.ndarray:
-        """``y − σ(η)``."""
-        return y - sigmoid(eta)
+        """``y − σ(η)``; with asymptotes ``(y − p) p′ / (p (1 − p))``, ``p′ = (u − g) σ(η)(1 − σ(η))``."""
+        if not has_asymptotes(params):
+            return y - sigmoid(eta)
+        eta = np.asarray(eta, dtype=float)
+        prob = self.probability(eta, **params)
+        return (y - prob) * self._slope(eta, **params) / (prob * (1.0 - prob))
 
     def information_weight(self, eta: Any, **params: Any) -> np.ndarray:
-        """``σ(η) (1 − σ(η))``."""
-        prob = sigmoid(eta)
-        return prob * (1.0 - prob)
+        """``σ(η) (1 − σ(η))``; with asymptotes ``p′² / (p (1 − p))``.
+
+        A floor takes information from the bottom of the ability range, a ceiling from the top.
+        """
+        eta = np.asarray(eta, dtype=float)
+        if not has_asymptotes(params):
+            prob = sigmoid(eta)
+            return prob * (1.0 - prob)
+        prob = self.probability(eta, **params)
+        return self._slope(eta, **params) ** 2 / (prob * (1.0 - prob))
+
+    def _slope(self, eta: np.ndarray, **params: Any) -> np.ndarray:
+        """``∂p/∂η = (u − g) σ(η) (1 − σ(η))``."""
+        floor, ceiling = asymptotes(params)
+        logistic = sigmoid(eta)
+        return (ceiling - floor) * logistic * (1.0 - logistic)
+
+    def item_summaries(self, intercept: np.ndarray, **params: Any) -> dict[str, np.ndarray]:
+        """``floor`` and ``ceiling`` of the items that have them (NaN for the others; none for the 2PL).
+
+        A fit's 2PL items have a floor of exactly 0 and a ceiling of exactly 1 in every draw.
+        """
+        out = {}
+        for key, neutral in (("floor", 0.0), ("ceiling", 1.0)):
+            if key in params:
+                values = np.broadcast_to(np.asarray(params[key], dtype=float), np.shape(intercept))
+                out[key] = np.where(values == neutral, np.nan, values)
+        return out
 
     def draw(
         self,
@@ -73,9 +177,9 @@ class BinaryLogistic(ResponseModel):
         size: tuple[int, ...] | None = None,
         **params: Any,
     ) -> np.ndarray:
-        """``u < σ(η)`` for uniforms ``u``, as int8."""
+        """``v < P(y = 1)`` for uniforms ``v``, as int8."""
         shape = np.shape(eta) if size is None else size
-        return (rng.random(shape) < sigmoid(eta)).astype(np.int8)
+        return (rng.random(shape) < self.probability(eta, **params)).astype(np.int8)
 
     def pymc_term(
         self,
@@ -93,7 +197,19 @@ class BinaryLogistic(ResponseModel):
         ``cell``). ``"dense"``: the whole matrix with unobserved cells adding zero, as array
         operations (every back end, JAX included). ``"fused"``: the whole matrix through the
         one-pass kernel of :mod:`benchmirt_bayes.response_types.fused_logit` (not JAX).
+
+        Where the spec section ``prior`` gives benchmarks floors or ceilings (``"cells"``
+        only), their items' cells are a second observed variable ``<name>_asymptotic`` with
+        ``P(y = 1) = g + (u − g) σ(η)`` (:mod:`benchmirt_bayes.response_types.asymptotes`).
         """
+        section = self.spec_section(prior)
+        plan = AsymptoteItems.from_section(responses.benchmarks, section)
+        if plan.any:
+            if form != "cells":
+                raise ValueError(
+                    f"binary items with floors or ceilings need likelihood 'cells', not {form!r}"
+                )
+            return self._asymptotic_term(name, ability, loading, intercept, responses, plan, section)
         observed = responses.observed
         if form == "fused":
             return pm.CustomDist(
@@ -114,6 +230,7 @@ class BinaryLogistic(ResponseModel):
         if form == "cells":
             flat = np.flatnonzero(observed.ravel())
             values = responses.values.ravel()[flat].astype(np.int8)
+            pm.modelcontext(None).add_coord("cell", np.arange(flat.size))
             return pm.Bernoulli(name, logit_p=eta.ravel()[flat], observed=values, dims="cell")
         mask = pt.as_tensor(np.asarray(observed, dtype=bool))
 
@@ -129,6 +246,46 @@ class BinaryLogistic(ResponseModel):
             dims=(LLM_DIM, ITEM_DIM),
             dtype="int8",
         )
+
+    def _asymptotic_term(
+        self,
+        name: str,
+        ability: pt.TensorVariable,
+        loading: pt.TensorVariable,
+        intercept: pt.TensorVariable,
+        responses: Any,
+        plan: AsymptoteItems,
+        section: Mapping[str, Any],
+    ) -> pt.TensorVariable:
+        """The 2PL items' cells as ``name`` and the floored items' cells as ``<name>_asymptotic``."""
+        model = pm.modelcontext(None)
+        positions = pd.Index(np.asarray(model.coords[ITEM_DIM])).get_indexer(responses.items)
+        prior = AsymptotePrior(**{key: section[key] for key in self.prior_defaults})
+        floor, ceiling = asymptote_variables(plan, responses.benchmarks, prior, positions)
+        rows, cols, values = observed_cells(responses)
+        eta = cell_eta(ability, loading, intercept, rows, cols)
+        plain = ~plan.floored[cols]
+        model.add_coord("cell", np.arange(int(plain.sum())))
+        model.add_coord(f"{name}_asymptotic_cell", np.arange(int((~plain).sum())))
+        pm.Bernoulli(
+            name, logit_p=eta[np.flatnonzero(plain)], observed=values[plain].astype(np.int8), dims="cell"
+        )
+        floored = np.flatnonzero(~plain)
+        return pm.CustomDist(
+            f"{name}_asymptotic",
+            eta[floored],
+            floor[cols[floored]],
+            ceiling[cols[floored]],
+            logp=lambda value, e, g, u: self.log_likelihood(value, e, PYTENSOR, floor=g, ceiling=u),
+            random=lambda e, g, u, rng, size: self.draw(e, rng, size, floor=g, ceiling=u),
+            observed=values[~plain].astype(np.int8),
+            dims=f"{name}_asymptotic_cell",
+            dtype="int8",
+        )
+
+    def spec_problems(self, section: Mapping[str, Any]) -> list[str]:
+        """What is wrong with the asymptote fields (see :mod:`~benchmirt_bayes.response_types.asymptotes`)."""
+        return section_problems(section)
 
 
 BINARY = BinaryLogistic()

@@ -24,6 +24,7 @@ from benchmirt_bayes.response_types import (
     type_columns,
 )
 from benchmirt_bayes.response_types.base import linear_predictor, mdisc, multidimensional_difficulty
+from benchmirt_bayes.simulation.asymptote_plants import AsymptotePlan
 from benchmirt_bayes.simulation.audit_plants import (
     FOCAL_FAMILY,
     AuditPlan,
@@ -132,6 +133,7 @@ def simulate_benchmirt(
     min_items_per_subgroup: int = 4,
     response_types: Mapping[str, str] | str | None = None,
     audits: AuditPlan | None = None,
+    asymptotes: AsymptotePlan | None = None,
 ) -> SimulatedBenchmark:
     """Simulate the BenchMIRT-scale data set with the published findings planted.
 
@@ -166,6 +168,11 @@ def simulate_benchmirt(
         An empty ``AuditPlan()`` plants nothing but gives the LLMs their families (the
         clean set on which the audits' false-positive rates are measured); the responses
         are those of ``audits=None``.
+    asymptotes
+        Chance floors and capped items to plant in binary benchmarks (:class:`AsymptotePlan`:
+        options per benchmark, share of capped items), drawn from a random stream of their
+        own; binary responses are then drawn from ``g + (u − g) σ(η)`` and the truth holds
+        ``floor`` and ``ceiling`` (0 and 1 where nothing is planted).
 
     Returns
     -------
@@ -219,6 +226,11 @@ def simulate_benchmirt(
         categories[columns], trials[columns] = response_model(name).simulation_metadata(columns.size)
     layout = ResponseLayout(types, categories, trials, benchmarks_arr)
     type_truth = _type_parameters(layout, rng)
+    if asymptotes is not None:
+        floor, ceiling = asymptotes.draw(
+            benchmarks_arr, types == DEFAULT_TYPE, np.random.default_rng([seed, 4])
+        )
+        type_truth |= {"floor": floor, "ceiling": ceiling}
     llms = np.array([f"llm_{j:03d}" for j in range(n_llms)])
     if audits is not None:
         plant_rng = np.random.default_rng([seed, 20240])
@@ -274,6 +286,10 @@ def simulate_benchmirt(
     if audits is not None:
         truth = truth.merge(_planted_truth(planted, contaminated, dif_per_item, flipped, benchmarks_arr))
         truth.attrs["audit_plan"] = json.dumps(dataclasses.asdict(audits))
+    if asymptotes is not None:
+        truth["floor"] = ((ITEM_DIM,), type_truth["floor"])
+        truth["ceiling"] = ((ITEM_DIM,), type_truth["ceiling"])
+        truth.attrs["asymptote_plan"] = json.dumps(dataclasses.asdict(asymptotes))
     if not layout.is_binary:
         truth = truth.merge(_type_truth_dataset(layout, item_ids, type_truth))
         typed = types != DEFAULT_TYPE

@@ -1,0 +1,160 @@
+"""Floors and ceilings of binary items (3PL / 4PL): which benchmarks have them, and their priors.
+
+The binary type's ``[binary]`` spec section says per benchmark whether its items have no
+asymptotes (``"2pl"``), a floor (``"3pl"``) or a floor and a ceiling (``"4pl"``), and how
+many answer options a benchmark's items have. The floor ``g`` of an item is partially
+pooled within its benchmark around the chance rate ``c = 1 / n_options`` on the logit scale,
+
+``logit g_i = logit c_b + floor_offset_b + floor_spread_b · floor_z_i``,
+
+and its ceiling ``u`` lies a share ``s_i`` of the way from the floor to one,
+
+``u_i = g_i + (1 − g_i) s_i``, ``logit s_i = ceiling_mean_b + ceiling_spread_b · ceiling_z_i``,
+
+so ``g < u`` in every draw and the probability always rises with ability. Both are
+non-centred (the benchmark spreads are weakly identified by a few tens of LLMs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor.tensor as pt
+
+from benchmirt_bayes.dims import ITEM_DIM
+from benchmirt_bayes.response_types.base import PYTENSOR, sigmoid
+
+ASYMPTOTE_KINDS = ("2pl", "3pl", "4pl")
+"""What a benchmark's binary items may have: nothing, a floor, a floor and a ceiling."""
+
+
+@dataclass(frozen=True)
+class AsymptotePrior:
+    """The numeric fields of the ``[binary]`` spec section (see the module docstring)."""
+
+    floor_offset_sigma: float
+    floor_spread_sigma: float
+    unknown_options_floor: float
+    ceiling_mean_mu: float
+    ceiling_mean_sigma: float
+    ceiling_spread_sigma: float
+
+
+@dataclass(frozen=True)
+class AsymptoteItems:
+    """Which items of a binary block have a floor and a ceiling, and each floor's prior centre.
+
+    Attributes
+    ----------
+    kind
+        ``"2pl"``, ``"3pl"`` or ``"4pl"`` per item.
+    chance
+        Prior centre of each item's floor (``1 / n_options``, or the spec's
+        ``unknown_options_floor`` where the number of options is not given).
+
+    """
+
+    kind: np.ndarray
+    chance: np.ndarray
+
+    @classmethod
+    def from_section(cls, benchmarks: Sequence[str], section: Mapping[str, Any]) -> AsymptoteItems:
+        """The plan for items of ``benchmarks`` under a ``[binary]`` spec section.
+
+        Raises
+        ------
+        ValueError
+            When the section names benchmarks the data do not have.
+
+        """
+        benchmarks = np.asarray(benchmarks, dtype=str)
+        present = set(benchmarks.tolist())
+        for field in ("benchmarks", "n_options"):
+            unknown = sorted(set(section[field]) - present)
+            if unknown:
+                raise ValueError(
+                    f"binary.{field} names benchmark(s) {unknown} that the data do not have "
+                    f"(have: {sorted(present)})"
+                )
+        kinds = {**{b: section["asymptotes"] for b in present}, **section["benchmarks"]}
+        kind = np.array([kinds[b] for b in benchmarks], dtype=object)
+        options = section["n_options"]
+        chance = np.array(
+            [1.0 / options[b] if b in options else section["unknown_options_floor"] for b in benchmarks]
+        )
+        return cls(kind, chance)
+
+    @property
+    def floored(self) -> np.ndarray:
+        """Items with a floor (3PL and 4PL)."""
+        return self.kind != "2pl"
+
+    @property
+    def capped(self) -> np.ndarray:
+        """Items with a ceiling (4PL)."""
+        return self.kind == "4pl"
+
+    @property
+    def any(self) -> bool:
+        """Whether any item has an asymptote."""
+        return bool(self.floored.any())
+
+
+def section_problems(section: Mapping[str, Any]) -> list[str]:
+    """What is wrong with the non-numeric fields of a ``[binary]`` section (empty: nothing)."""
+    problems = []
+    kinds = {"asymptotes": section.get("asymptotes", "2pl")}
+    kinds |= {f"benchmarks.{b}": k for b, k in dict(section.get("benchmarks", {})).items()}
+    for key, kind in kinds.items():
+        if kind not in ASYMPTOTE_KINDS:
+            problems.append(f"binary.{key} = {kind!r} must be one of {list(ASYMPTOTE_KINDS)}")
+    for bench, n in dict(section.get("n_options", {})).items():
+        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+            problems.append(f"binary.n_options.{bench} = {n!r} must be an integer of at least 2")
+    floor = section.get("unknown_options_floor", 0.1)
+    if not 0 < floor < 1:
+        problems.append(f"binary.unknown_options_floor = {floor!r} must lie strictly between 0 and 1")
+    return problems
+
+
+def asymptote_variables(
+    plan: AsymptoteItems, benchmarks: Sequence[str], prior: AsymptotePrior, positions: np.ndarray
+) -> tuple[pt.TensorVariable, pt.TensorVariable]:
+    """Add the floors and ceilings to the current PyMC model; return both for the block's items.
+
+    ``benchmarks`` are the block's items' benchmarks and ``positions`` their columns on the
+    model's item axis. The model gains ``floor`` and ``ceiling`` over the whole item axis
+    (0 and 1 for items without them) and the pooled parameters behind them.
+    """
+    model = pm.modelcontext(None)
+    n_all = len(model.coords[ITEM_DIM])
+    floored, capped = np.flatnonzero(plan.floored), np.flatnonzero(plan.capped)
+    floor = pt.zeros(len(plan.kind))
+    ceiling = pt.ones(len(plan.kind))
+    codes, names = pd.factorize(np.asarray(benchmarks, dtype=str)[floored])
+    model.add_coord("floor_benchmark", [str(n) for n in names])
+    model.add_coord("floor_item", np.asarray(model.coords[ITEM_DIM])[positions[floored]])
+    offset = pm.Normal("floor_offset", 0.0, prior.floor_offset_sigma, dims="floor_benchmark")
+    spread = pm.HalfNormal("floor_spread", prior.floor_spread_sigma, dims="floor_benchmark")
+    z = pm.Normal("floor_z", 0.0, 1.0, dims="floor_item")
+    centre = np.log(plan.chance[floored]) - np.log1p(-plan.chance[floored])
+    floor = pt.set_subtensor(floor[floored], sigmoid(centre + offset[codes] + spread[codes] * z, PYTENSOR))
+    if capped.size:
+        codes, names = pd.factorize(np.asarray(benchmarks, dtype=str)[capped])
+        model.add_coord("ceiling_benchmark", [str(n) for n in names])
+        model.add_coord("ceiling_item", np.asarray(model.coords[ITEM_DIM])[positions[capped]])
+        mean = pm.Normal(
+            "ceiling_mean", prior.ceiling_mean_mu, prior.ceiling_mean_sigma, dims="ceiling_benchmark"
+        )
+        spread = pm.HalfNormal("ceiling_spread", prior.ceiling_spread_sigma, dims="ceiling_benchmark")
+        z = pm.Normal("ceiling_z", 0.0, 1.0, dims="ceiling_item")
+        share = sigmoid(mean[codes] + spread[codes] * z, PYTENSOR)
+        ceiling = pt.set_subtensor(ceiling[capped], floor[capped] + (1.0 - floor[capped]) * share)
+    pm.Deterministic("floor", pt.set_subtensor(pt.zeros(n_all)[positions], floor), dims=ITEM_DIM)
+    pm.Deterministic("ceiling", pt.set_subtensor(pt.ones(n_all)[positions], ceiling), dims=ITEM_DIM)
+    return floor, ceiling

@@ -1,0 +1,286 @@
+"""Floors and ceilings of binary items (3PL / 4PL): formulas, layout, model terms, spec, simulator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytest
+from pymc.initial_point import make_initial_point_fn
+from scipy.special import expit
+
+from benchmirt_bayes import (
+    AsymptotePlan,
+    asymptote_flags,
+    check_convergence,
+    fit_posterior,
+    psis_loo,
+    rank_items,
+    score_llm,
+    simulate_benchmirt,
+)
+from benchmirt_bayes.model.layout import ResponseLayout
+from benchmirt_bayes.model.pymc_model import build_model, resolve_likelihood
+from benchmirt_bayes.model.spec import load_spec
+from benchmirt_bayes.response_types.base import linear_predictor
+from benchmirt_bayes.response_types.binary import BINARY
+
+
+def numerical_derivative(f, eta, step=1e-6):
+    return (f(eta + step) - f(eta - step)) / (2 * step)
+
+
+@pytest.fixture(scope="module")
+def mixed_sim():
+    return simulate_benchmirt(scale=0.005, n_llms=30, seed=2, response_types="mixed")
+
+
+# ------------------------------------------------------------------ formulas
+FLOOR, CEILING = 0.25, 0.9
+
+
+def four_pl(eta, floor=FLOOR, ceiling=CEILING):
+    return floor + (ceiling - floor) * expit(eta)
+
+
+def test_binary_asymptotes_give_the_4pl_probability_and_its_log_likelihood():
+    eta = np.linspace(-6, 6, 25)
+    params = {"floor": np.full(eta.shape, FLOOR), "ceiling": np.full(eta.shape, CEILING)}
+    prob = four_pl(eta)
+    np.testing.assert_allclose(BINARY.expected_score(eta, **params), prob, rtol=1e-12)
+    np.testing.assert_allclose(BINARY.variance(eta, **params), prob * (1 - prob), rtol=1e-12)
+    np.testing.assert_allclose(BINARY.log_likelihood(1.0, eta, **params), np.log(prob), rtol=1e-12)
+    np.testing.assert_allclose(BINARY.log_likelihood(0.0, eta, **params), np.log1p(-prob), rtol=1e-12)
+    # far out the probability sits on its asymptotes, and the logs stay exact there
+    far = np.array([-60.0, 60.0])
+    far_params = {k: v[:2] for k, v in params.items()}
+    np.testing.assert_allclose(BINARY.log_likelihood(1.0, far, **far_params)[0], np.log(FLOOR), rtol=1e-12)
+    np.testing.assert_allclose(
+        BINARY.log_likelihood(0.0, far, **far_params)[1], np.log1p(-CEILING), rtol=1e-12
+    )
+    assert np.isfinite(BINARY.log_likelihood(np.array([0.0, 1.0]), far, **far_params)).all()
+
+
+def test_binary_without_asymptotes_is_the_2pl_and_neutral_asymptotes_change_nothing():
+    eta = np.linspace(-8, 8, 33)
+    y = (np.arange(eta.size) % 2).astype(float)
+    neutral = {"floor": np.zeros(eta.shape), "ceiling": np.ones(eta.shape)}
+    np.testing.assert_allclose(BINARY.expected_score(eta), expit(eta), rtol=1e-12)
+    np.testing.assert_allclose(
+        BINARY.log_likelihood(y, eta, **neutral), BINARY.log_likelihood(y, eta), atol=1e-12
+    )
+    np.testing.assert_allclose(BINARY.score_residual(y, eta, **neutral), y - expit(eta), atol=1e-12)
+    np.testing.assert_allclose(
+        BINARY.information_weight(eta, **neutral), expit(eta) * (1 - expit(eta)), rtol=1e-9
+    )
+    for got, want in zip(
+        BINARY.log_likelihood_moments(eta, **neutral), BINARY.log_likelihood_moments(eta), strict=True
+    ):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_binary_asymptote_score_information_and_moments_match_their_definitions():
+    eta = np.linspace(-5, 5, 21)
+    params = {"floor": np.full(eta.shape, FLOOR), "ceiling": np.full(eta.shape, CEILING)}
+    prob = four_pl(eta)
+    scores = {}
+    for y in (0.0, 1.0):
+        scores[y] = BINARY.score_residual(y, eta, **params)
+        numeric = numerical_derivative(lambda e, y=y: BINARY.log_likelihood(y, e, **params), eta)
+        np.testing.assert_allclose(scores[y], numeric, rtol=1e-6, atol=1e-9)
+    fisher = prob * scores[1.0] ** 2 + (1 - prob) * scores[0.0] ** 2
+    np.testing.assert_allclose(BINARY.information_weight(eta, **params), fisher, rtol=1e-10)
+    log_p, log_q = np.log(prob), np.log1p(-prob)
+    mean = prob * log_p + (1 - prob) * log_q
+    variance = prob * log_p**2 + (1 - prob) * log_q**2 - mean**2
+    got_mean, got_var = BINARY.log_likelihood_moments(eta, **params)
+    np.testing.assert_allclose(got_mean, mean, rtol=1e-10)
+    np.testing.assert_allclose(got_var, variance, rtol=1e-8, atol=1e-12)
+    # a floor takes information from the bottom of the ability range
+    bottom = eta < -2
+    assert (BINARY.information_weight(eta, **params)[bottom] < BINARY.information_weight(eta)[bottom]).all()
+
+
+def test_binary_asymptote_draws_have_the_4pl_rate():
+    rng = np.random.default_rng(5)
+    eta = np.array([-8.0, 0.0, 8.0])
+    params = {"floor": np.full(3, FLOOR), "ceiling": np.full(3, CEILING)}
+    draws = BINARY.draw(eta, rng, (40_000, 3), **params)
+    np.testing.assert_allclose(draws.mean(axis=0), four_pl(eta), atol=0.01)
+
+
+def test_a_layout_reads_floors_and_ceilings_where_the_fit_has_them(mixed_sim):
+    layout = ResponseLayout.from_responses(mixed_sim.responses)
+    binary = layout.columns["binary"]
+    truth = mixed_sim.truth
+    eta = linear_predictor(truth["ability"].values, truth["loading"].values, truth["intercept"].values)
+    source = {name: truth[name].values for name in truth.data_vars}
+    plain = layout.parameters(source)
+    assert "floor" not in plain  # no asymptotes in the fit: the 2PL
+    floored = layout.parameters({**source, "floor": np.full(layout.types.size, FLOOR)})
+    assert set(floored) == set(plain) | {"floor"}
+    before = layout.expected_score(eta, plain, expand=0)
+    after = layout.expected_score(eta, floored, expand=0)
+    np.testing.assert_allclose(after[:, binary], four_pl(eta[:, binary], ceiling=1.0), rtol=1e-12)
+    others = np.setdiff1d(np.arange(layout.types.size), binary)
+    np.testing.assert_allclose(after[:, others], before[:, others], rtol=1e-12)
+    assert (floored["floor"][others] == 0).all()
+
+
+# ------------------------------------------------------------------ simulator
+PLAN = AsymptotePlan(n_options={"GPQA": 4, "MMLU-Pro": 10}, capped_share={"GPQA": 0.4})
+
+
+def test_the_simulator_plants_chance_floors_and_capped_items_and_leaves_the_rest():
+    planted = simulate_benchmirt(scale=0.02, n_llms=200, seed=3, asymptotes=PLAN)
+    plain = simulate_benchmirt(scale=0.02, n_llms=200, seed=3)
+    benchmarks = np.asarray(planted.responses.benchmarks)
+    floor, ceiling = planted.truth["floor"].values, planted.truth["ceiling"].values
+    gpqa, mmlu_pro = benchmarks == "GPQA", benchmarks == "MMLU-Pro"
+    assert np.median(floor[gpqa]) == pytest.approx(0.25, abs=0.05)
+    assert np.median(floor[mmlu_pro]) == pytest.approx(0.10, abs=0.03)
+    assert 0.1 < (ceiling[gpqa] < 1).mean() < 0.8 and (ceiling[mmlu_pro] == 1).all()
+    assert (floor[~(gpqa | mmlu_pro)] == 0).all() and (ceiling[~gpqa] == 1).all()
+    # the weakest LLMs answer floored items at about their floors, not near zero
+    weakest = np.argsort(planted.truth["ability"].values.sum(axis=1))[:20]
+    low = np.nanmean(planted.responses.values[np.ix_(weakest, np.flatnonzero(gpqa))])
+    assert low > np.nanmean(plain.responses.values[np.ix_(weakest, np.flatnonzero(gpqa))]) + 0.1
+    others = ~(gpqa | mmlu_pro)
+    np.testing.assert_array_equal(planted.responses.values[:, others], plain.responses.values[:, others])
+
+
+def test_an_asymptote_plan_refuses_nonsense():
+    with pytest.raises(ValueError, match="n_options"):
+        AsymptotePlan(n_options={"GPQA": 1})
+    with pytest.raises(ValueError, match="capped_share"):
+        AsymptotePlan(capped_share={"GPQA": 1.5})
+    with pytest.raises(ValueError, match="not binary benchmarks"):
+        simulate_benchmirt(scale=0.005, n_llms=10, asymptotes=AsymptotePlan(n_options={"Nope": 4}))
+
+
+# ------------------------------------------------------------------ model terms and spec
+SPEC = {
+    "binary": {"benchmarks": {"GPQA": "4pl", "MMLU-Pro": "3pl"}, "n_options": {"GPQA": 4, "MMLU-Pro": 10}}
+}
+
+
+def test_the_model_terms_equal_the_layout_log_likelihood_with_floors_and_ceilings():
+    responses = simulate_benchmirt(scale=0.01, n_llms=25, seed=1, asymptotes=PLAN).responses
+    model = build_model(responses, 2, spec=SPEC)
+    assert [rv.name for rv in model.observed_RVs] == ["correct", "correct_asymptotic"]
+    point = make_initial_point_fn(model=model, jitter_rvs=set(model.free_RVs))(4)
+    names = ["ability", "loading", "intercept", "floor", "ceiling"]
+    outs = model.replace_rvs_by_values([model[n] for n in names])
+    values = dict(
+        zip(
+            names,
+            model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")(point),
+            strict=True,
+        )
+    )
+    benchmarks = np.asarray(responses.benchmarks)
+    gpqa, mmlu_pro = benchmarks == "GPQA", benchmarks == "MMLU-Pro"
+    assert (values["floor"][~(gpqa | mmlu_pro)] == 0).all() and (values["floor"][gpqa | mmlu_pro] > 0).all()
+    assert (values["ceiling"][~gpqa] == 1).all() and (values["ceiling"][gpqa] < 1).all()
+    assert (values["ceiling"] > values["floor"]).all()
+    layout = ResponseLayout.from_responses(responses)
+    eta = linear_predictor(values["ability"], values["loading"], values["intercept"])
+    params = layout.parameters({"floor": values["floor"], "ceiling": values["ceiling"]})
+    loglik = layout.log_likelihood(responses.values, eta, params)
+    plain, floored = model.compile_logp(vars=model.observed_RVs, sum=False)(point)
+    assert plain.sum() == pytest.approx(np.nansum(loglik[:, ~(gpqa | mmlu_pro)]), rel=1e-9)
+    assert floored.sum() == pytest.approx(np.nansum(loglik[:, gpqa | mmlu_pro]), rel=1e-9)
+    assert np.isfinite(model.compile_dlogp()(point)).all()
+    draws = np.asarray(pm.draw(model["correct_asymptotic"], draws=3, random_seed=1))
+    assert draws.shape == (3, floored.size) and set(np.unique(draws)) <= {0, 1}
+
+
+def test_floors_need_the_cells_likelihood_and_a_sound_spec():
+    responses = simulate_benchmirt(scale=0.005, n_llms=12, seed=1).responses
+    spec = load_spec(SPEC)
+    assert resolve_likelihood(responses, "auto", spec=spec) == "cells"
+    assert resolve_likelihood(responses, "auto", spec=load_spec(None)) == "fused"
+    with pytest.raises(ValueError, match="3PL/4PL"):
+        resolve_likelihood(responses, "fused", spec=spec)
+    with pytest.raises(ValueError, match="must be one of"):
+        load_spec({"binary": {"asymptotes": "5pl"}})
+    with pytest.raises(ValueError, match="at least 2"):
+        load_spec({"binary": {"n_options": {"GPQA": 1}}})
+    with pytest.raises(ValueError, match="strictly between"):
+        load_spec({"binary": {"unknown_options_floor": 1.5}})
+    with pytest.raises(ValueError, match="do not have"):
+        build_model(responses, 2, spec={"binary": {"benchmarks": {"Nope": "3pl"}}})
+
+
+def test_the_minibatch_path_refuses_floors():
+    from benchmirt_bayes.inference.minibatch import fit_minibatch_advi
+
+    responses = simulate_benchmirt(scale=0.005, n_llms=12, seed=1).responses
+    with pytest.raises(ValueError, match="minibatch path fits the 2PL only"):
+        fit_minibatch_advi(responses, 2, spec=SPEC)
+
+
+# ------------------------------------------------------------------ a fit, end to end
+@pytest.fixture(scope="module")
+def asymptote_fit():
+    sim = simulate_benchmirt(scale=0.005, n_llms=30, seed=4, asymptotes=PLAN)
+    fit = fit_posterior(
+        sim.responses,
+        2,
+        spec=SPEC,
+        method="nuts",
+        nuts={"chains": 2, "tune": 200, "draws": 200},
+        seed=1,
+        progressbar=False,
+    )
+    return sim, fit
+
+
+def test_a_4pl_fit_carries_floors_and_ceilings_to_the_verbs(asymptote_fit):
+    sim, fit = asymptote_fit
+    post = fit["posterior"]
+    benchmarks = np.asarray(sim.responses.benchmarks)
+    gpqa, floored = benchmarks == "GPQA", np.isin(benchmarks, ["GPQA", "MMLU-Pro"])
+    floor, ceiling = (
+        post["floor"].transpose(..., "item").values,
+        post["ceiling"].transpose(..., "item").values,
+    )
+    assert (floor[..., ~floored] == 0).all() and (floor[..., floored] > 0).all()
+    assert (ceiling[..., ~gpqa] == 1).all() and (ceiling[..., gpqa] < 1).all() and (ceiling > floor).all()
+    report = check_convergence(fit)  # constant floors of 2PL items do not count as failures
+    assert {"floor", "ceiling"} <= set(report.table.index)
+    ranks = rank_items(fit)
+    assert ranks.loc[ranks["benchmark"] == "GPQA", "ceiling_mean"].lt(1).all()
+    assert ranks.loc[ranks["benchmark"] == "BBH", "floor_mean"].isna().all()
+    loo = psis_loo(fit)
+    assert np.isfinite(loo["elpd_loo"])
+    # an LLM that gets every GPQA item wrong is still expected to score about MMLU-Pro's floors there
+    items = sim.responses.items[gpqa].astype(str)
+    score = score_llm(fit, pd.Series(0.0, index=items), n_draws=50)
+    assert np.isfinite(score.ability.values).all()
+    mmlu_floor = float(post["floor"].mean(("chain", "draw")).values[benchmarks == "MMLU-Pro"].mean())
+    assert score.benchmark_scores.loc["MMLU-Pro", "mean"] > 0.9 * mmlu_floor
+
+
+def test_asymptote_flags_report_floors_and_ceilings_with_intervals(asymptote_fit):
+    sim, fit = asymptote_fit
+    flags = asymptote_flags(fit, ceiling_below=0.9)
+    benchmarks = np.asarray(sim.responses.benchmarks)
+    assert len(flags) == int(np.isin(benchmarks, ["GPQA", "MMLU-Pro"]).sum())
+    gpqa, mmlu_pro = flags[flags["benchmark"] == "GPQA"], flags[flags["benchmark"] == "MMLU-Pro"]
+    assert (gpqa["model"] == "4pl").all() and (mmlu_pro["model"] == "3pl").all()
+    assert np.allclose(gpqa["chance"], 0.25) and np.allclose(mmlu_pro["chance"], 0.1)
+    assert mmlu_pro["ceiling_mean"].isna().all() and gpqa["ceiling_mean"].notna().all()
+    assert (flags["floor_lower"] <= flags["floor_mean"]).all() and (
+        flags["floor_mean"] <= flags["floor_upper"]
+    ).all()
+    assert flags["p_floor_above_chance"].between(0, 1).all()
+    # flags follow the stated rule
+    assert (flags["low_ceiling"] == (flags["p_ceiling_below"].fillna(0) > 0.95)).all()
+    with pytest.raises(ValueError, match="ceiling_below"):
+        asymptote_flags(fit, ceiling_below=1.2)
+
+
+def test_asymptote_flags_say_what_to_do_without_floors(nuts_fit):
+    with pytest.raises(ValueError, match="no floors or ceilings"):
+        asymptote_flags(nuts_fit)
