@@ -16,6 +16,7 @@ The public API, by layer (see ARCHITECTURE.md):
 """
 
 from benchmirt_bayes.analyses.abilities import ability_table
+from benchmirt_bayes.analyses.asymptote_choice import compare_asymptote_models
 from benchmirt_bayes.analyses.asymptote_flags import asymptote_flags
 from benchmirt_bayes.analyses.audit import (
     BenchmarkAudit,
@@ -146,6 +147,7 @@ __all__ = [
     "differential_item_functioning",
     "miskeyed_items",
     "asymptote_flags",
+    "compare_asymptote_models",
     # workflows
     "DimensionChoice",
     "choose_n_dims",

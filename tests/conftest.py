@@ -186,3 +186,13 @@ def constructed_posterior(
     tree = xr.DataTree.from_dict({"posterior": posterior, "observed_data": observed_dataset(responses)})
     tree.attrs = {"benchmirt_spec": load_spec(None).to_json(), "benchmirt_data_hash": responses.data_hash()}
     return tree
+
+
+def jittered_point_values(model, names: list[str], seed: int = 4) -> tuple[dict, dict[str, np.ndarray]]:
+    """A jittered initial point of ``model`` and the values of its variables ``names`` there."""
+    from pymc.initial_point import make_initial_point_fn
+
+    point = make_initial_point_fn(model=model, jitter_rvs=set(model.free_RVs))(seed)
+    outs = model.replace_rvs_by_values([model[n] for n in names])
+    computed = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")(point)
+    return point, dict(zip(names, computed, strict=True))

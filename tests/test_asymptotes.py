@@ -6,13 +6,13 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import pytest
-from pymc.initial_point import make_initial_point_fn
 from scipy.special import expit
 
 from benchmirt_bayes import (
     AsymptotePlan,
     asymptote_flags,
     check_convergence,
+    compare_asymptote_models,
     fit_posterior,
     psis_loo,
     rank_items,
@@ -24,6 +24,8 @@ from benchmirt_bayes.model.pymc_model import build_model, resolve_likelihood
 from benchmirt_bayes.model.spec import load_spec
 from benchmirt_bayes.response_types.base import linear_predictor
 from benchmirt_bayes.response_types.binary import BINARY
+
+from .conftest import jittered_point_values
 
 
 def numerical_derivative(f, eta, step=1e-6):
@@ -168,16 +170,7 @@ def test_the_model_terms_equal_the_layout_log_likelihood_with_floors_and_ceiling
     responses = simulate_benchmirt(scale=0.01, n_llms=25, seed=1, asymptotes=PLAN).responses
     model = build_model(responses, 2, spec=SPEC)
     assert [rv.name for rv in model.observed_RVs] == ["correct", "correct_asymptotic"]
-    point = make_initial_point_fn(model=model, jitter_rvs=set(model.free_RVs))(4)
-    names = ["ability", "loading", "intercept", "floor", "ceiling"]
-    outs = model.replace_rvs_by_values([model[n] for n in names])
-    values = dict(
-        zip(
-            names,
-            model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")(point),
-            strict=True,
-        )
-    )
+    point, values = jittered_point_values(model, ["ability", "loading", "intercept", "floor", "ceiling"])
     benchmarks = np.asarray(responses.benchmarks)
     gpqa, mmlu_pro = benchmarks == "GPQA", benchmarks == "MMLU-Pro"
     assert (values["floor"][~(gpqa | mmlu_pro)] == 0).all() and (values["floor"][gpqa | mmlu_pro] > 0).all()
@@ -284,3 +277,31 @@ def test_asymptote_flags_report_floors_and_ceilings_with_intervals(asymptote_fit
 def test_asymptote_flags_say_what_to_do_without_floors(nuts_fit):
     with pytest.raises(ValueError, match="no floors or ceilings"):
         asymptote_flags(nuts_fit)
+
+
+def test_comparing_asymptote_models_recommends_one_per_benchmark_and_says_by_how_much(asymptote_fit):
+    sim, fit = asymptote_fit
+    plain = fit_posterior(
+        sim.responses,
+        2,
+        method="nuts",
+        nuts={"chains": 2, "tune": 200, "draws": 200},
+        seed=1,
+        progressbar=False,
+    )
+    table = compare_asymptote_models({"2pl": plain, "4pl": fit})
+    benchmarks = set(np.asarray(sim.responses.benchmarks))
+    assert set(table["benchmark"]) == benchmarks and len(table) == 2 * len(benchmarks)
+    assert (table["elpd_diff"] >= 0).all() and (table.groupby("benchmark")["elpd_diff"].min() == 0).all()
+    # where both models are the same (2PL benchmarks in both fits) the simpler one is chosen
+    same = table[~table["benchmark"].isin(["GPQA", "MMLU-Pro"])]
+    assert (same["recommended"] == "2pl").mean() > 0.8
+    # the recommendation follows the stated rule on every benchmark
+    for _, part in table.groupby("benchmark"):
+        first = part.iloc[0]
+        chosen = "2pl" if first["elpd_diff"] <= 2 * first["se_diff"] else "4pl"
+        assert (part["recommended"] == chosen).all()
+        gain = part.set_index("model").loc[chosen, "elpd"] - part.set_index("model").loc["2pl", "elpd"]
+        assert first["gain_over_first"] == pytest.approx(gain)
+    with pytest.raises(ValueError, match="at least two"):
+        compare_asymptote_models({"4pl": fit})

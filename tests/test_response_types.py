@@ -22,6 +22,8 @@ from benchmirt_bayes.response_types.continuous import CONTINUOUS
 from benchmirt_bayes.response_types.count import COUNT
 from benchmirt_bayes.response_types.graded import GRADED
 
+from .conftest import jittered_point_values
+
 ETA = np.linspace(-3.0, 3.0, 7)
 CUTS = np.array([-1.2, 0.3, 1.4])  # four categories
 
@@ -262,20 +264,11 @@ def test_mixed_simulation_declares_types_and_truth(mixed_sim):
 
 @pytest.mark.slow
 def test_model_terms_equal_the_layout_log_likelihood(mixed_sim):
-    from pymc.initial_point import make_initial_point_fn
-
     responses = mixed_sim.responses
     model = build_model(responses, 2)
     assert [rv.name for rv in model.observed_RVs] == ["correct", "graded", "continuous", "count"]
-    point = make_initial_point_fn(model=model, jitter_rvs=set(model.free_RVs))(4)
-    names = ["ability", "loading", "intercept", "cutpoint", "continuous_cutpoints", "continuous_precision"]
-    outs = model.replace_rvs_by_values([model[n] for n in names])
-    values = dict(
-        zip(
-            names,
-            model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")(point),
-            strict=True,
-        )
+    point, values = jittered_point_values(
+        model, ["ability", "loading", "intercept", "cutpoint", "continuous_cutpoints", "continuous_precision"]
     )
     terms = model.compile_logp(vars=model.observed_RVs, sum=False)(point)
     layout = ResponseLayout.from_responses(responses)

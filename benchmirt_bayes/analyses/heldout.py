@@ -422,6 +422,17 @@ def pool_calibration(cal: pd.DataFrame) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------ PSIS-LOO
+def pointwise_loo(posterior: xr.DataTree) -> tuple[xr.Dataset, Any]:
+    """The pointwise log-likelihood of a fit's cells and ArviZ's pointwise PSIS-LOO of it."""
+    import arviz as az
+
+    log_lik = pointwise_log_likelihood(posterior)
+    tree = xr.DataTree.from_dict(
+        {"posterior": posterior["posterior"].to_dataset()[["intercept"]], "log_likelihood": log_lik}
+    )
+    return log_lik, az.loo(tree, var_name=LOG_LIKELIHOOD_VARIABLE, pointwise=True)
+
+
 def psis_loo(posterior: xr.DataTree) -> pd.Series:
     """PSIS-LOO over observed cells (ArviZ), for fits where draws × cells fits in memory.
 
@@ -440,13 +451,7 @@ def psis_loo(posterior: xr.DataTree) -> pd.Series:
         When draws × observed cells exceeds ``LOO_MAX_VALUES`` (use held-out log loss).
 
     """
-    import arviz as az
-
-    log_lik = pointwise_log_likelihood(posterior)
-    tree = xr.DataTree.from_dict(
-        {"posterior": posterior["posterior"].to_dataset()[["intercept"]], "log_likelihood": log_lik}
-    )
-    result = az.loo(tree, var_name=LOG_LIKELIHOOD_VARIABLE, pointwise=True)
+    log_lik, result = pointwise_loo(posterior)
     pareto_k = np.asarray(result.pareto_k)
     return pd.Series(
         {
