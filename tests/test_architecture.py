@@ -168,6 +168,7 @@ ANALYSIS_TIERS: dict[str, int] = {
     "items": 0,
     "item_fit": 0,
     "person_fit": 0,
+    "asymptote_flags": 0,
     # 1: what is built on one kernel
     "ability_posterior": 1,
     "dif": 1,
@@ -180,6 +181,7 @@ ANALYSIS_TIERS: dict[str, int] = {
     # 3: verbs over other verbs' results
     "comparison": 3,
     "score_estimation": 3,
+    "asymptote_choice": 3,
 }
 
 
