@@ -27,7 +27,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from benchmirt_bayes.dims import ITEM_DIM
-from benchmirt_bayes.response_types.base import PYTENSOR, sigmoid
+from benchmirt_bayes.response_types.base import PYTENSOR, logit, sigmoid
 
 ASYMPTOTE_KINDS = ("2pl", "3pl", "4pl")
 """What a benchmark's binary items may have: nothing, a floor, a floor and a ceiling."""
@@ -142,7 +142,7 @@ def asymptote_variables(
     offset = pm.Normal("floor_offset", 0.0, prior.floor_offset_sigma, dims="floor_benchmark")
     spread = pm.HalfNormal("floor_spread", prior.floor_spread_sigma, dims="floor_benchmark")
     z = pm.Normal("floor_z", 0.0, 1.0, dims="floor_item")
-    centre = np.log(plan.chance[floored]) - np.log1p(-plan.chance[floored])
+    centre = logit(plan.chance[floored])
     floor = pt.set_subtensor(floor[floored], sigmoid(centre + offset[codes] + spread[codes] * z, PYTENSOR))
     if capped.size:
         codes, names = pd.factorize(np.asarray(benchmarks, dtype=str)[capped])

@@ -269,6 +269,11 @@ def sigmoid(x: Any, xp: Any = np) -> Any:
     return 1.0 / (1.0 + xp.exp(-x))
 
 
+def logit(p: Any) -> Any:
+    """``log(p / (1 − p))``: the inverse of :func:`sigmoid` (NumPy)."""
+    return np.log(p) - np.log1p(-p)
+
+
 def softplus(x: Any, xp: Any = np) -> Any:
     """``log(1 + e^x)``, stably, in the namespace ``xp`` (PyTensor's fusable ``softplus`` in graphs)."""
     return xp.logaddexp(0.0, x)

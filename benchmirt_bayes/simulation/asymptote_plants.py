@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from benchmirt_bayes.response_types.base import sigmoid
+from benchmirt_bayes.response_types.base import logit, sigmoid
 
 
 @dataclass(frozen=True)
@@ -75,9 +75,8 @@ class AsymptotePlan:
         for bench in sorted(self.benchmarks()):
             items = np.flatnonzero(benchmarks == bench)
             if bench in self.n_options:
-                chance = 1.0 / self.n_options[bench]
-                logit = np.log(chance) - np.log1p(-chance) + self.floor_sd * rng.standard_normal(items.size)
-                floor[items] = sigmoid(logit)
+                centre = logit(1.0 / self.n_options[bench])
+                floor[items] = sigmoid(centre + self.floor_sd * rng.standard_normal(items.size))
             share = self.capped_share.get(bench, 0.0)
             capped = items[rng.random(items.size) < share]
             ceiling[capped] = rng.uniform(*self.ceiling_range, size=capped.size)
