@@ -3,8 +3,12 @@ and a progress log stamped with the seconds since the run started."""
 
 from __future__ import annotations
 
+import os
+import platform
+import subprocess
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import pandas as pd
 
@@ -29,3 +33,14 @@ def markdown_table(table: pd.DataFrame, digits: int | None = None) -> str:
     lines = ["| " + " | ".join(row) + " |" for row in cells]
     lines.insert(1, "|" + "---|" * len(table.columns))
     return "\n".join(lines)
+
+
+def run_header(title: str, command: str) -> str:
+    """``# title, <UTC time>, <machine>, commit <sha>, `command` `` for a results file."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    return (
+        f"# {title}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()} ({platform.machine()}, "
+        f"{os.cpu_count()} CPUs), commit {commit}, `{command}`"
+    )

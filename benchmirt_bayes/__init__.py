@@ -11,7 +11,8 @@ The public API, by layer (see ARCHITECTURE.md):
 - fits on disk: :func:`save_posterior`, :func:`load_posterior`;
 - diagnostics: :func:`check_convergence`, :func:`check_stability`, :func:`sbc_uniformity`;
 - analyses: benchmark audits, item rankings and subsets, held-out prediction, scoring new LLMs;
-- workflows: :func:`cross_validate`, :func:`choose_n_dims`, :func:`simulation_based_calibration`;
+- workflows: :func:`cross_validate`, :func:`choose_n_dims`, :func:`choose_asymptotes`,
+  :func:`simulation_based_calibration`;
 - reports: :func:`write_report`; many fits: :func:`run_batch`.
 """
 
@@ -72,6 +73,7 @@ from benchmirt_bayes.simulation.asymptote_plants import AsymptotePlan
 from benchmirt_bayes.simulation.audit_plants import AuditPlan
 from benchmirt_bayes.simulation.simulate import SimulatedBenchmark, simulate_benchmirt
 from benchmirt_bayes.simulation.streaming import MatrixSource, StreamingSimulation
+from benchmirt_bayes.workflows.asymptote_fits import AsymptoteChoice, choose_asymptotes
 from benchmirt_bayes.workflows.crossval import DimensionChoice, choose_n_dims, cross_validate
 from benchmirt_bayes.workflows.sbc import SbcSetting, simulation_based_calibration
 
@@ -152,6 +154,8 @@ __all__ = [
     "DimensionChoice",
     "choose_n_dims",
     "cross_validate",
+    "AsymptoteChoice",
+    "choose_asymptotes",
     "SbcSetting",
     "simulation_based_calibration",
     # reports and batches

@@ -199,6 +199,20 @@ def _add_fit_settings_args(parser: argparse.ArgumentParser, *, draws: int, metho
     )
     group.add_argument("--spec", default=None, help="model spec name or .toml path")
     group.add_argument(
+        "--asymptotes",
+        nargs="+",
+        default=None,
+        help="binary items' model, overriding the spec's [binary] section: 2pl, 3pl (a floor), 4pl "
+        "(a floor and a ceiling) or auto (fit fits each and keeps what PSIS-LOO prefers per "
+        "benchmark), for every benchmark or as BENCHMARK=MODEL pairs",
+    )
+    group.add_argument(
+        "--n-options",
+        nargs="+",
+        default=None,
+        help="answer options per benchmark (BENCHMARK=N pairs): the floors' chance rate 1/N",
+    )
+    group.add_argument(
         "--likelihood",
         default="auto",
         choices=["auto", "fused", "dense", "cells"],
@@ -414,9 +428,52 @@ def _fit_settings(args: argparse.Namespace) -> dict[str, Any]:
         "method": args.method,
         "nuts": nuts,
         "advi": advi,
-        "spec": args.spec,
+        "spec": _spec(args),
         "likelihood": args.likelihood,
     }
+
+
+def _spec(args: argparse.Namespace) -> Any:
+    """``--spec`` with the ``[binary]`` fields of ``--asymptotes`` and ``--n-options`` over it."""
+    from benchmirt_bayes.model.spec import load_spec
+    from benchmirt_bayes.response_types import DEFAULT_TYPE
+
+    asymptotes = _pairs(args.asymptotes, "--asymptotes")
+    options = _pairs(args.n_options, "--n-options")
+    if asymptotes is None and options is None:
+        return args.spec
+    binary: dict[str, Any] = {}
+    if isinstance(asymptotes, str):
+        binary["asymptotes"] = asymptotes
+    elif asymptotes is not None:
+        binary["benchmarks"] = asymptotes
+    if isinstance(options, str):
+        raise UsageError(f"--n-options: expected BENCHMARK=N pairs, got {options!r}")
+    if options is not None:
+        try:
+            binary["n_options"] = {bench: int(n) for bench, n in options.items()}
+        except ValueError:
+            raise UsageError(f"--n-options: expected whole numbers, got {options}") from None
+    try:
+        spec = load_spec(args.spec)
+        section = spec.settings.get(DEFAULT_TYPE, {})
+        if "benchmarks" in binary:
+            binary["benchmarks"] = {**section.get("benchmarks", {}), **binary["benchmarks"]}
+        if "n_options" in binary:
+            binary["n_options"] = {**section.get("n_options", {}), **binary["n_options"]}
+        return spec.with_overrides({DEFAULT_TYPE: binary})
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _has_auto_asymptotes(spec: Any) -> bool:
+    """Whether a spec (name, path or object) leaves some benchmark's binary model to the data."""
+    from benchmirt_bayes.model.spec import load_spec
+    from benchmirt_bayes.response_types import DEFAULT_TYPE
+    from benchmirt_bayes.response_types.asymptotes import AUTO
+
+    section = load_spec(spec).settings.get(DEFAULT_TYPE, {})
+    return AUTO in (section.get("asymptotes"), *section.get("benchmarks", {}).values())
 
 
 def _loader_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -537,9 +594,23 @@ def _fit(args: argparse.Namespace) -> int:
     from benchmirt_bayes.io import save_posterior
 
     responses = _load_data(args)
-    print(f"fitting {responses} with {args.dims} dimension(s), method={args.method}")
+    settings = _fit_settings(args)
     start = time.perf_counter()
-    fit = fit_posterior(responses, args.dims, restarts=args.restarts, seed=args.seed, **_fit_settings(args))
+    if _has_auto_asymptotes(settings["spec"]):
+        from benchmirt_bayes.workflows.asymptote_fits import choose_asymptotes
+
+        print(f"choosing the binary models of {responses} with {args.dims} dimension(s) by PSIS-LOO (NUTS)")
+        choice = choose_asymptotes(
+            responses, args.dims, spec=settings["spec"], nuts=settings["nuts"], seed=args.seed or 0
+        )
+        table = choice.comparison.set_index(["benchmark", "model"])[
+            ["elpd", "elpd_diff", "se_diff", "recommended"]
+        ]
+        print(table.round(2).to_string())
+        fit = choice.fit
+    else:
+        print(f"fitting {responses} with {args.dims} dimension(s), method={args.method}")
+        fit = fit_posterior(responses, args.dims, restarts=args.restarts, seed=args.seed, **settings)
     save_posterior(fit, args.out)
     print(f"done in {time.perf_counter() - start:.1f} s; posterior written to {args.out}")
     return 0
@@ -548,7 +619,11 @@ def _fit(args: argparse.Namespace) -> int:
 def _check_fit(args: argparse.Namespace) -> None:
     _check_data_args(args)
     writable_file(args.out, (".nc", ".zarr"))
-    _fit_settings(args)  # settings objects check their values
+    settings = _fit_settings(args)  # settings objects check their values
+    if _has_auto_asymptotes(settings["spec"]) and (args.method not in ("auto", "nuts") or args.restarts != 1):
+        raise UsageError(
+            "'auto' asymptotes are chosen from NUTS fits: use --method nuts (or auto) and one restart"
+        )
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -805,7 +880,10 @@ def _check_cv(args: argparse.Namespace) -> None:
     writable_file(args.out, (".csv",))
     if args.results_dir is not None:
         writable_folder(args.results_dir)
-    _fit_settings(args)
+    if _has_auto_asymptotes(_fit_settings(args)["spec"]):
+        raise UsageError(
+            "'auto' asymptotes are chosen by `benchmirt fit`; name 2pl, 3pl or 4pl to cross-validate"
+        )
 
 
 _COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argparse.Namespace], None]]] = {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pymc as pm
@@ -12,18 +14,25 @@ from benchmirt_bayes import (
     AsymptotePlan,
     asymptote_flags,
     check_convergence,
+    choose_asymptotes,
     compare_asymptote_models,
     fit_posterior,
+    miskeyed_items,
     psis_loo,
     rank_items,
     score_llm,
     simulate_benchmirt,
 )
+from benchmirt_bayes.analyses.heldout import fold_split, mirt_predictions
 from benchmirt_bayes.model.layout import ResponseLayout
 from benchmirt_bayes.model.pymc_model import build_model, resolve_likelihood
 from benchmirt_bayes.model.spec import load_spec
+from benchmirt_bayes.posterior import fit_spec
+from benchmirt_bayes.reports.report import write_report
 from benchmirt_bayes.response_types.base import linear_predictor
 from benchmirt_bayes.response_types.binary import BINARY
+from benchmirt_bayes.workflows.asymptote_fits import CHOICE_ATTR
+from benchmirt_bayes.workflows.audit_tables import write_audit_tables
 
 from .conftest import jittered_point_values
 
@@ -274,22 +283,105 @@ def test_asymptote_flags_report_floors_and_ceilings_with_intervals(asymptote_fit
         asymptote_flags(fit, ceiling_below=1.2)
 
 
+def test_low_ceilings_count_as_miskeying_evidence_and_reach_the_report_and_audit_tables(
+    asymptote_fit, tmp_path
+):
+    sim, fit = asymptote_fit
+    keyed = miskeyed_items(fit, n_draws=20).set_index("item")
+    gpqa = keyed["benchmark"] == "GPQA"
+    assert (
+        keyed.loc[gpqa, "p_low_ceiling"].between(0, 1).all()
+        and keyed.loc[~gpqa, "p_low_ceiling"].isna().all()
+    )
+    expected = np.maximum(keyed["p_against"], keyed["p_low_ceiling"].fillna(0))
+    assert np.allclose(keyed["p_miskeyed"], expected)
+    assert keyed["p_miskeyed"].is_monotonic_decreasing
+    # planted caps (ceilings 0.55-0.85) carry more low-ceiling evidence than uncapped GPQA items
+    planted = sim.truth["ceiling"].to_series().reindex(keyed.index) < 1
+    assert (
+        keyed.loc[gpqa & planted, "p_low_ceiling"].mean() > keyed.loc[gpqa & ~planted, "p_low_ceiling"].mean()
+    )
+    written = {path.name for path in write_audit_tables(fit, tmp_path / "audit", n_draws=20)}
+    assert "asymptote_flags.csv" in written
+    page = write_report(fit, tmp_path / "report").read_text()
+    assert "Floors and ceilings" in page and "p_low_ceiling" in page
+
+
 def test_asymptote_flags_say_what_to_do_without_floors(nuts_fit):
     with pytest.raises(ValueError, match="no floors or ceilings"):
         asymptote_flags(nuts_fit)
 
 
-def test_comparing_asymptote_models_recommends_one_per_benchmark_and_says_by_how_much(asymptote_fit):
+def test_held_out_items_of_a_4pl_fit_are_refused_with_the_schemes_that_work(asymptote_fit):
     sim, fit = asymptote_fit
-    plain = fit_posterior(
+    split = fold_split(sim.responses, "items", 0, 5, seed=0)
+    with pytest.raises(ValueError, match=r"3PL/4PL item's floor and ceiling.*scheme='cells' or 'llms'"):
+        mirt_predictions(fit, sim.responses, split, "items")
+
+
+AUTO_SPEC = {
+    "binary": {
+        "benchmarks": {"GPQA": "auto", "MMLU-Pro": "auto"},
+        "n_options": {"GPQA": 4, "MMLU-Pro": 10},
+    }
+}
+
+
+@pytest.fixture(scope="module")
+def asymptote_choice(asymptote_fit):
+    sim, _ = asymptote_fit
+    return choose_asymptotes(
         sim.responses,
         2,
-        method="nuts",
+        spec=AUTO_SPEC,
+        candidates=("4pl", "2pl"),
         nuts={"chains": 2, "tune": 200, "draws": 200},
         seed=1,
         progressbar=False,
     )
-    table = compare_asymptote_models({"2pl": plain, "4pl": fit})
+
+
+def test_auto_asymptotes_are_chosen_per_benchmark_and_the_fit_names_the_choice(
+    asymptote_fit, asymptote_choice
+):
+    sim, _ = asymptote_fit
+    choice = asymptote_choice
+    assert list(choice.candidate_fits) == ["2pl", "4pl"]  # simplest first, whatever the order given
+    assert set(choice.chosen) == {"GPQA", "MMLU-Pro"} and set(choice.chosen.values()) <= {"2pl", "4pl"}
+    assert set(choice.comparison["benchmark"]) == {"GPQA", "MMLU-Pro"}
+    for bench, kind in choice.chosen.items():
+        assert (choice.comparison.loc[choice.comparison["benchmark"] == bench, "recommended"] == kind).all()
+    # the fit's own spec names every choice, so refitting from its attrs needs no comparison
+    named = fit_spec(choice.fit)["binary"]["benchmarks"]
+    assert {b: named[b] for b in choice.chosen} == choice.chosen
+    assert named["BBH"] == "2pl"
+    assert json.loads(choice.fit.attrs[CHOICE_ATTR]) == choice.chosen
+    if len(set(choice.chosen.values())) == 1:
+        assert choice.fit["posterior"].equals(
+            choice.candidate_fits[next(iter(choice.chosen.values()))]["posterior"]
+        )
+    # the candidates differ on the 'auto' benchmarks only
+    assert "floor" not in choice.candidate_fits["2pl"]["posterior"]
+    floors = choice.candidate_fits["4pl"]["posterior"]["floor"].mean(("chain", "draw")).values
+    auto = np.isin(np.asarray(sim.responses.benchmarks), ["GPQA", "MMLU-Pro"])
+    assert (floors[auto] > 0).all() and (floors[~auto] == 0).all()
+
+
+def test_auto_asymptotes_are_refused_where_nothing_chooses_them():
+    responses = simulate_benchmirt(scale=0.005, n_llms=12, seed=1).responses
+    with pytest.raises(ValueError, match="choose_asymptotes"):
+        fit_posterior(responses, 2, spec=AUTO_SPEC, method="map", progressbar=False)
+    with pytest.raises(ValueError, match=r"no benchmark .* is 'auto'"):
+        choose_asymptotes(responses, 2, spec=SPEC, progressbar=False)
+    with pytest.raises(ValueError, match="at least two distinct"):
+        choose_asymptotes(responses, 2, spec=AUTO_SPEC, candidates=("4pl",), progressbar=False)
+
+
+def test_comparing_asymptote_models_recommends_one_per_benchmark_and_says_by_how_much(
+    asymptote_fit, asymptote_choice
+):
+    sim, fit = asymptote_fit
+    table = compare_asymptote_models(asymptote_choice.candidate_fits)
     benchmarks = set(np.asarray(sim.responses.benchmarks))
     assert set(table["benchmark"]) == benchmarks and len(table) == 2 * len(benchmarks)
     assert (table["elpd_diff"] >= 0).all() and (table.groupby("benchmark")["elpd_diff"].min() == 0).all()

@@ -7,6 +7,7 @@ import pytest
 import xarray as xr
 
 from benchmirt_bayes.cli import main
+from benchmirt_bayes.posterior import fit_spec
 
 
 def run_cli(*args):
@@ -106,3 +107,25 @@ def test_fit_nuts_from_advi_on_the_command_line(tmp_path):
     assert nuts["init"] == "advi" and nuts["max_treedepth"] == 3 and nuts["thin"] == 2
     assert tree["posterior"].sizes["draw"] == 20
     assert int(tree["sample_stats"]["n_steps"].max()) <= 2 * 7  # a kept draw counts its block's steps
+
+
+def test_fit_takes_binary_asymptotes_and_refuses_auto_where_nothing_chooses(tmp_path, capsys):
+    data = tmp_path / "sim.nc"
+    assert main(["simulate", "--scale", "0.002", "--llms", "15", "--out", str(data)]) == 0
+    fit = tmp_path / "fit.nc"
+    common = ["fit", str(data), "--seed", "1", "--out", str(fit)]
+    assert main([*common, "--method", "advi", "--asymptotes", "auto"]) == 2
+    assert "chosen from NUTS fits" in capsys.readouterr().err
+    assert main([*common, "--n-options", "GPQA=four"]) == 2
+    assert "whole numbers" in capsys.readouterr().err
+    assert main([*common, "--asymptotes", "GPQA=5pl"]) == 2
+    assert "must be one of" in capsys.readouterr().err
+    cv = ["cv", str(data), "--asymptotes", "auto", "--out", str(tmp_path / "cv.csv")]
+    assert main(cv) == 2
+    assert "chosen by `benchmirt fit`" in capsys.readouterr().err
+    assert main([*common, "--method", "map", "--asymptotes", "GPQA=4pl", "--n-options", "GPQA=4"]) == 0
+    tree = xr.open_datatree(fit)
+    gpqa = tree["observed_data"]["benchmark"].values == "GPQA"
+    floor, ceiling = tree["posterior"]["floor"].values[0, 0], tree["posterior"]["ceiling"].values[0, 0]
+    assert (floor[gpqa] > 0).all() and (floor[~gpqa] == 0).all() and (ceiling[gpqa] < 1).all()
+    assert fit_spec(tree)["binary"]["n_options"] == {"GPQA": 4}

@@ -18,9 +18,17 @@ group by at least ``margin`` (logits per ability SD), under a prior over items e
 from all of them (:func:`~benchmirt_bayes.analyses.item_regression.probability_below`: one
 item in thousands that lands far out by chance is shrunk, a few real reversals keep their
 mass); the empirical check beside it is the item's success rate among the strongest
-quarter of LLMs along the direction minus that among the weakest quarter. Items are ranked
-by ``p_against`` and flagged by the Bayesian FDR rule (``lfdr = 1 − p_against``) when strong
-LLMs also succeed less than weak ones.
+quarter of LLMs along the direction minus that among the weakest quarter.
+
+In a fit where some benchmarks have ceilings (4PL), a wrong key or an ambiguous item can
+also show as a ceiling credibly below one: the strongest LLMs fail it as often as mid-range
+ones instead of more often than weak ones. Such items carry ``p_low_ceiling = P(u <
+ceiling_below)`` (:func:`~benchmirt_bayes.analyses.asymptote_flags.asymptote_flags`).
+
+Items are ranked by ``p_miskeyed``, the larger of ``p_against`` and ``p_low_ceiling`` (a lower
+bound of the probability that either holds; ``p_against`` alone in fits without ceilings),
+and flagged by the Bayesian FDR rule (``lfdr = 1 −`` that evidence), where the reversal
+counts only when strong LLMs also succeed less than weak ones.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from benchmirt_bayes.analyses.asymptote_flags import DEFAULT_CEILING, asymptote_flags
 from benchmirt_bayes.analyses.item_regression import (
     bayesian_fdr_selection,
     item_coefficient,
@@ -49,6 +58,7 @@ def miskeyed_items(
     by: str = "subgroup",
     margin: float = DEFAULT_MARGIN,
     fdr: float = 0.1,
+    ceiling_below: float = DEFAULT_CEILING,
     n_draws: int = 50,
     seed: int = 0,
     ci_prob: float = CI_PROB,
@@ -70,6 +80,8 @@ def miskeyed_items(
         fits at the built-in scale (``benchmarks/audit_calibration.py``): no item flagged
         on a clean simulation; with 40 flipped keys, 36 of the 40 top-ranked items are
         flipped ones, and 36 of the 41 flagged (a false-discovery proportion of 0.12).
+    ceiling_below
+        In fits with ceilings, a ceiling below this counts as a low ceiling.
     n_draws, seed
         Posterior draws used and the seed that picks them.
     ci_prob
@@ -83,8 +95,9 @@ def miskeyed_items(
         ``alignment_upper`` (the item's loading projected on its group's direction, over
         draws), ``slope_mean`` and ``slope_sd`` (the item's own discrimination along its
         group), ``p_against``, ``strong_minus_weak`` (success rate
-        of the strongest minus the weakest quarter of LLMs along the group direction), and
-        ``flagged``. Sorted by ``p_against``, highest first.
+        of the strongest minus the weakest quarter of LLMs along the group direction),
+        ``ceiling_mean`` and ``p_low_ceiling`` (NaN for items without a ceiling),
+        ``p_miskeyed`` and ``flagged``. Sorted by ``p_miskeyed``, highest first.
 
     """
     if by not in ("subgroup", "benchmark"):
@@ -135,10 +148,27 @@ def miskeyed_items(
             "strong_minus_weak": strong_minus_weak[usable],
         }
     )
-    lfdr = np.where(table["strong_minus_weak"].to_numpy() < 0, 1.0 - table["p_against"].to_numpy(), 1.0)
-    table["flagged"] = bayesian_fdr_selection(lfdr, fdr)
-    table.attrs = {"by": by, "margin": margin, "fdr": fdr, "ci_prob": ci_prob}
-    return table.sort_values(["p_against", "slope_mean"], ascending=[False, True]).reset_index(drop=True)
+    table["ceiling_mean"], table["p_low_ceiling"] = _ceilings(posterior, table["item"], ceiling_below)
+    low_ceiling = table["p_low_ceiling"].fillna(0.0).to_numpy()
+    table["p_miskeyed"] = np.maximum(table["p_against"].to_numpy(), low_ceiling)
+    reversed_evidence = np.where(
+        table["strong_minus_weak"].to_numpy() < 0, table["p_against"].to_numpy(), 0.0
+    )
+    table["flagged"] = bayesian_fdr_selection(1.0 - np.maximum(reversed_evidence, low_ceiling), fdr)
+    table.attrs = {"by": by, "margin": margin, "fdr": fdr, "ceiling_below": ceiling_below, "ci_prob": ci_prob}
+    return table.sort_values(["p_miskeyed", "slope_mean"], ascending=[False, True]).reset_index(drop=True)
+
+
+def _ceilings(
+    posterior: xr.DataTree, items: pd.Series, ceiling_below: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per item: posterior mean ceiling and ``P(u < ceiling_below)`` (NaN without a ceiling)."""
+    nothing = np.full(len(items), np.nan)
+    if "floor" not in posterior["posterior"]:
+        return nothing, nothing
+    flags = asymptote_flags(posterior, ceiling_below=ceiling_below).set_index("item")
+    flags = flags.reindex(items.to_numpy())
+    return flags["ceiling_mean"].to_numpy(), flags["p_ceiling_below"].to_numpy()
 
 
 def _strong_minus_weak(responses, groups, mean_ability, mean_unit) -> np.ndarray:

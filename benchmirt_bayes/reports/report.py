@@ -13,6 +13,7 @@ import pandas as pd
 import xarray as xr
 
 from benchmirt_bayes.analyses.abilities import ability_table
+from benchmirt_bayes.analyses.asymptote_flags import asymptote_flags
 from benchmirt_bayes.analyses.audit import benchmark_correlations, name_dimensions
 from benchmirt_bayes.analyses.dif import differential_item_functioning
 from benchmirt_bayes.analyses.item_fit import item_fit
@@ -270,13 +271,38 @@ def _audits(posterior: xr.DataTree, dif_group: str | None, seed: int) -> str:
     flagged = keyed[keyed["flagged"]]
     parts.append(
         f"<h3>Probably mis-keyed items</h3><p>{len(flagged)} items point against their subgroup while "
-        "strong LLMs fail them (Bayesian FDR 10%).</p>"
+        "strong LLMs fail them, or have a ceiling credibly below "
+        f"{keyed.attrs['ceiling_below']} (Bayesian FDR 10%).</p>"
         + _table(
             flagged.head(15).set_index("item")[
-                ["benchmark", "slope_mean", "alignment_mean", "p_against", "strong_minus_weak"]
+                ["benchmark", "slope_mean", "p_against", "strong_minus_weak", "p_low_ceiling", "p_miskeyed"]
             ]
         )
     )
+    if "floor" in posterior["posterior"]:
+        asymptotes = asymptote_flags(posterior)
+        flagged = asymptotes[asymptotes["low_ceiling"] | asymptotes["high_floor"]]
+        parts.append(
+            f"<h3>Floors and ceilings</h3><p>Of {len(asymptotes)} items with a floor, "
+            f"{int(asymptotes['low_ceiling'].sum())} have a ceiling credibly below "
+            f"{asymptotes.attrs['ceiling_below']} (a wrong key, an ambiguous item) and "
+            f"{int(asymptotes['high_floor'].sum())} a floor credibly above chance (leaked answers, "
+            f"options that give the key away), each at posterior probability above "
+            f"{asymptotes.attrs['probability']}.</p>"
+            + _table(
+                flagged.head(15).set_index("item")[
+                    [
+                        "benchmark",
+                        "model",
+                        "chance",
+                        "floor_mean",
+                        "p_floor_above_chance",
+                        "ceiling_mean",
+                        "p_ceiling_below",
+                    ]
+                ]
+            )
+        )
     misfit = item_fit(posterior, n_draws=50, seed=seed)
     flagged = misfit[misfit["misfit"]]
     parts.append(

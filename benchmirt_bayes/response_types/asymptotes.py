@@ -32,6 +32,9 @@ from benchmirt_bayes.response_types.base import PYTENSOR, logit, sigmoid
 ASYMPTOTE_KINDS = ("2pl", "3pl", "4pl")
 """What a benchmark's binary items may have: nothing, a floor, a floor and a ceiling."""
 
+AUTO = "auto"
+"""A benchmark whose model the data choose (:func:`benchmirt_bayes.choose_asymptotes`)."""
+
 
 @dataclass(frozen=True)
 class AsymptotePrior:
@@ -81,7 +84,15 @@ class AsymptoteItems:
                     f"binary.{field} names benchmark(s) {unknown} that the data do not have "
                     f"(have: {sorted(present)})"
                 )
-        kinds = {**{b: section["asymptotes"] for b in present}, **section["benchmarks"]}
+        kinds = benchmark_kinds(benchmarks, section)
+        undecided = sorted(b for b, k in kinds.items() if k == AUTO)
+        if undecided:
+            raise ValueError(
+                f"the [binary] section leaves the model of benchmark(s) {undecided} to the data "
+                "('auto'): fit with benchmirt_bayes.choose_asymptotes(responses, n_dims, spec=...), "
+                "which fits each candidate and keeps the one PSIS-LOO prefers per benchmark, or "
+                "name '2pl', '3pl' or '4pl'"
+            )
         kind = np.array([kinds[b] for b in benchmarks], dtype=object)
         options = section["n_options"]
         chance = np.array(
@@ -105,14 +116,42 @@ class AsymptoteItems:
         return bool(self.floored.any())
 
 
+def benchmark_kinds(benchmarks: Sequence[str], section: Mapping[str, Any]) -> dict[str, str]:
+    """Benchmark → ``"2pl"``/``"3pl"``/``"4pl"``/``"auto"`` for the benchmarks present."""
+    named = dict(section.get("benchmarks", {}))
+    default = section.get("asymptotes", "2pl")
+    return {str(b): named.get(str(b), default) for b in pd.unique(np.asarray(benchmarks, dtype=str))}
+
+
+def decided_section(
+    benchmarks: Sequence[str], section: Mapping[str, Any], chosen: Mapping[str, str]
+) -> dict[str, Any]:
+    """The ``[binary]`` fields that replace every ``"auto"`` benchmark by its ``chosen`` model.
+
+    Returns
+    -------
+    dict
+        ``{"asymptotes": ..., "benchmarks": ...}`` naming every benchmark present, for
+        :meth:`~benchmirt_bayes.model.spec.ModelSpec.with_overrides`.
+
+    """
+    kinds = benchmark_kinds(benchmarks, section)
+    missing = sorted(b for b, k in kinds.items() if k == AUTO and b not in chosen)
+    if missing:
+        raise ValueError(f"no model chosen for the 'auto' benchmark(s) {missing}")
+    decided = {b: (chosen[b] if k == AUTO else k) for b, k in kinds.items()}
+    default = section.get("asymptotes", "2pl")
+    return {"asymptotes": "2pl" if default == AUTO else default, "benchmarks": decided}
+
+
 def section_problems(section: Mapping[str, Any]) -> list[str]:
     """What is wrong with the non-numeric fields of a ``[binary]`` section (empty: nothing)."""
     problems = []
     kinds = {"asymptotes": section.get("asymptotes", "2pl")}
     kinds |= {f"benchmarks.{b}": k for b, k in dict(section.get("benchmarks", {})).items()}
     for key, kind in kinds.items():
-        if kind not in ASYMPTOTE_KINDS:
-            problems.append(f"binary.{key} = {kind!r} must be one of {list(ASYMPTOTE_KINDS)}")
+        if kind not in (*ASYMPTOTE_KINDS, AUTO):
+            problems.append(f"binary.{key} = {kind!r} must be one of {[*ASYMPTOTE_KINDS, AUTO]}")
     for bench, n in dict(section.get("n_options", {})).items():
         if isinstance(n, bool) or not isinstance(n, int) or n < 2:
             problems.append(f"binary.n_options.{bench} = {n!r} must be an integer of at least 2")

@@ -1,1 +1,5 @@
-"""Workflows that fit many models and analyse them: cross-validation and the choice of dimensions."""
+"""Workflows that fit many models and analyse them.
+
+Cross-validation, the choice of dimensions and of binary asymptotes, simulation-based
+calibration.
+"""

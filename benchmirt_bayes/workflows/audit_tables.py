@@ -9,6 +9,7 @@ import pandas as pd
 import xarray as xr
 
 from benchmirt_bayes.analyses.abilities import ability_table
+from benchmirt_bayes.analyses.asymptote_flags import asymptote_flags
 from benchmirt_bayes.analyses.audit import benchmark_correlations
 from benchmirt_bayes.analyses.comparison import compare_llms
 from benchmirt_bayes.analyses.dif import differential_item_functioning
@@ -54,8 +55,9 @@ def write_audit_tables(
     (:func:`~benchmirt_bayes.item_fit`), ``item_ranking.csv``
     (:func:`~benchmirt_bayes.rank_items` within benchmarks), ``person_fit.csv``
     (:func:`~benchmirt_bayes.person_fit`) and ``miskeyed_items.csv``
-    (:func:`~benchmirt_bayes.miskeyed_items`). With ``group_by`` (an LLM metadata column,
-    from the fit's data or ``llm_metadata``): ``dif.csv``
+    (:func:`~benchmirt_bayes.miskeyed_items`). With floors or ceilings in the fit (3PL/4PL
+    benchmarks): ``asymptote_flags.csv`` (:func:`~benchmirt_bayes.asymptote_flags`). With
+    ``group_by`` (an LLM metadata column, from the fit's data or ``llm_metadata``): ``dif.csv``
     (:func:`~benchmirt_bayes.differential_item_functioning`, every group against the
     rest). With ``pairs``: ``comparison_abilities.csv``, ``comparison_scores.csv`` and
     ``comparison_items.csv`` (:func:`~benchmirt_bayes.compare_llms`).
@@ -79,6 +81,8 @@ def write_audit_tables(
         "person_fit.csv": (person_fit(posterior, n_draws=min(n_draws, 100), seed=seed), False),
         "miskeyed_items.csv": (miskeyed_items(posterior, n_draws=min(n_draws, 50), seed=seed), False),
     }
+    if "floor" in posterior["posterior"]:
+        tables["asymptote_flags.csv"] = (asymptote_flags(posterior), False)
     if group_by is not None:
         dif = differential_item_functioning(posterior, group_by, n_draws=min(n_draws, 50), seed=seed)
         tables["dif.csv"] = (dif, False)
