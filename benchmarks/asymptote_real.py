@@ -1,0 +1,201 @@
+"""2PL, 3PL or 4PL on the real Open LLM Leaderboard v1 benchmarks, at 20, 50 and 150 LLMs.
+
+For each benchmark's own file in ``../shared/data/open_llm_leaderboard_v1`` and each number of
+training LLMs (``--sizes``), a seeded sample of LLMs is fitted unidimensionally by NUTS
+(2 chains × (``--tune`` + ``--draws``)) as a 2PL, a 3PL and a 4PL (floors centred on
+1 / answer options: MMLU and ARC 4, WinoGrande 2; TruthfulQA and GSM8K at the spec's
+``unknown_options_floor``). The models are compared two ways:
+
+* PSIS-LOO of the training cells (``compare_asymptote_models``: the recommended model is the
+  simplest within two paired SEs of the best);
+* held-out LLMs (``--heldout`` others, disjoint from the training sample): half of each
+  one's cells revealed, the other half predicted; the mean log loss per held-out LLM and its
+  paired difference from the 2PL's with its SE over LLMs.
+
+Beside them, metabench's own choice for the benchmark (its fitted R ``mirt`` model) and, with
+``--reference-size``, the correlation of our posterior-mean floors (and ceilings) with
+metabench's ``g`` (and ``u``) on its 3PL and 4PL benchmarks (MMLU, WinoGrande), fitted on that
+many LLMs with metabench's model.
+
+    python benchmarks/asymptote_real.py                                  # about 1 h on 2 cores
+    python benchmarks/asymptote_real.py --benchmarks mmlu --sizes 50 --tune 300 --draws 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from bench_tables import elapsed_logger, markdown_table, run_header
+
+from benchmirt_bayes import compare_asymptote_models, fit_posterior, load_responses
+from benchmirt_bayes.analyses.heldout import FoldSplit, mirt_predictions
+from benchmirt_bayes.data.real_data import OPEN_LLM_BENCHMARKS
+from benchmirt_bayes.model.spec import load_spec
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "open_llm_leaderboard_v1"
+OPTIONS = {"mmlu": 4, "arc": 4, "winogrande": 2}
+METABENCH = {"arc": "2pl", "gsm8k": "2pl", "mmlu": "3pl", "truthfulqa": "2pl", "winogrande": "4pl"}
+MODELS = ("2pl", "3pl", "4pl")
+
+
+def spec_for(bench: str, model: str):
+    """The unidimensional 2PL spec with ``bench``'s binary items given ``model``."""
+    section = {"asymptotes": model, "n_options": {bench: OPTIONS[bench]} if bench in OPTIONS else {}}
+    return load_spec("2pl").with_overrides({"name": f"2pl-{model}", "binary": section})
+
+
+def fit(responses, bench: str, model: str, args, seed: int):
+    return fit_posterior(
+        responses,
+        1,
+        method="nuts",
+        nuts={"chains": 2, "tune": args.tune, "draws": args.draws},
+        spec=spec_for(bench, model),
+        seed=seed,
+        progressbar=False,
+    )
+
+
+def held_out_split(combined, heldout: list[str], seed: int) -> FoldSplit:
+    """Held-out LLMs with half their cells revealed, the other half to predict."""
+    llms = combined.llms.astype(str)
+    in_held = np.isin(llms, heldout)[:, None] & np.ones(combined.n_items, dtype=bool)
+    revealed = np.random.default_rng(seed).random(in_held.shape) < 0.5
+    observed = combined.observed
+    train = combined.subset(llms=[llm for llm in llms if llm not in set(heldout)])
+    return FoldSplit(
+        train, observed & (~in_held | revealed), observed & in_held & ~revealed, np.flatnonzero(in_held[:, 0])
+    )
+
+
+def held_out_loss(fit_tree, combined, split: FoldSplit, seed: int) -> pd.Series:
+    """Mean log loss of each held-out LLM's hidden cells."""
+    prob = np.clip(mirt_predictions(fit_tree, combined, split, "llms", seed=seed), 1e-9, 1 - 1e-9)
+    y = combined.values[split.test]
+    loss = -(y * np.log(prob) + (1 - y) * np.log1p(-prob))
+    llm = np.broadcast_to(combined.llms.astype(str)[:, None], split.test.shape)[split.test]
+    return pd.Series(loss).groupby(llm).mean()
+
+
+def size_rows(bench: str, responses, size: int, args, log) -> list[dict]:
+    rng = np.random.default_rng([args.seed, size])
+    order = rng.permutation(responses.llms.astype(str))
+    train, heldout = list(order[:size]), list(order[size : size + args.heldout])
+    combined = responses.subset(llms=train + heldout)
+    split = held_out_split(combined, heldout, args.seed)
+    fits, losses, seconds = {}, {}, {}
+    for model in MODELS:
+        start = time.perf_counter()
+        fits[model] = fit(split.train, bench, model, args, args.seed)
+        seconds[model] = time.perf_counter() - start
+        losses[model] = held_out_loss(fits[model], combined, split, args.seed)
+        log(f"{bench} N={size} {model}: {seconds[model]:.0f} s, held-out log loss {losses[model].mean():.4f}")
+    loo = compare_asymptote_models(fits).set_index("model")
+    best_heldout = min(MODELS, key=lambda m: losses[m].mean())
+    rows = []
+    for model in MODELS:
+        difference = losses[model] - losses["2pl"]
+        divergences = int(fits[model]["sample_stats"]["diverging"].sum())
+        rows.append(
+            {
+                "benchmark": bench,
+                "llms": size,
+                "items": responses.n_items,
+                "model": model,
+                "elpd_loo_diff_to_best": round(float(loo.loc[model, "elpd_diff"]), 1),
+                "se": round(float(loo.loc[model, "se_diff"]), 1),
+                "loo_recommends": loo["recommended"].iloc[0],
+                "heldout_log_loss": round(float(losses[model].mean()), 4),
+                "minus_2pl": round(float(difference.mean()), 4),
+                "se_minus_2pl": round(float(difference.std(ddof=1) / np.sqrt(difference.size)), 4),
+                "heldout_best": best_heldout,
+                "metabench": METABENCH[bench],
+                "seconds": round(seconds[model]),
+                "divergences": divergences,
+            }
+        )
+    return rows
+
+
+def reference_rows(bench: str, responses, args, log) -> list[dict]:
+    """Our floors (and ceilings) against metabench's on ``args.reference_size`` LLMs."""
+    model = METABENCH[bench]
+    authors = pd.read_csv(SHARED / f"items_{bench}_authors_mirt_{model.upper()}.csv", dtype={"item": str})
+    authors = authors.set_index("item")
+    llms = np.random.default_rng([args.seed, 0]).permutation(responses.llms.astype(str))[
+        : args.reference_size
+    ]
+    tree = fit(responses.subset(llms=list(llms)), bench, model, args, args.seed)
+    post = tree["posterior"].mean(("chain", "draw"))
+    items = [i for i in responses.items.astype(str) if i in authors.index]
+    row = {"benchmark": bench, "model": model, "llms": len(llms), "items": len(items)}
+    for ours, theirs in (("floor", "g"), ("ceiling", "u")):
+        if ours == "ceiling" and model != "4pl":
+            continue
+        mine = post[ours].sel(item=items).values
+        row[f"{ours}_mean (metabench)"] = f"{mine.mean():.3f} ({authors.loc[items, theirs].mean():.3f})"
+        row[f"{ours}_r"] = round(float(np.corrcoef(mine, authors.loc[items, theirs])[0, 1]), 3)
+        row[f"{ours}_spearman"] = round(
+            float(pd.Series(mine).corr(pd.Series(authors.loc[items, theirs].to_numpy()), method="spearman")),
+            3,
+        )
+    log(f"{bench} reference: {row}")
+    return [row]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--benchmarks", nargs="+", choices=list(OPEN_LLM_BENCHMARKS), default=list(OPEN_LLM_BENCHMARKS)
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20, 50, 150])
+    parser.add_argument("--heldout", type=int, default=300)
+    parser.add_argument(
+        "--reference-size", type=int, default=1000, help="0: no comparison with metabench's g, u"
+    )
+    parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="benchmark_results/asymptote_real.md")
+    args = parser.parse_args()
+    log = elapsed_logger()
+    rows, references = [], []
+    for bench in args.benchmarks:
+        responses = load_responses(
+            SHARED / f"responses_{bench}.csv.gz", format="wide", llm_col="model", benchmark=bench
+        )
+        for size in args.sizes:
+            rows.extend(size_rows(bench, responses, size, args, log))
+        if args.reference_size and METABENCH[bench] != "2pl":
+            references.extend(reference_rows(bench, responses, args, log))
+    text = [
+        run_header(
+            "2PL, 3PL and 4PL on the Open LLM Leaderboard v1", "python benchmarks/" + " ".join(sys.argv)
+        ),
+        "",
+        "## PSIS-LOO and held-out LLMs per benchmark and training size",
+        "",
+        markdown_table(pd.DataFrame(rows)),
+    ]
+    if references:
+        text += [
+            "",
+            "## Floors and ceilings against metabench's R mirt estimates",
+            "",
+            markdown_table(pd.DataFrame(references)),
+        ]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(text) + "\n")
+    print("\n".join(text))
+
+
+if __name__ == "__main__":
+    main()
