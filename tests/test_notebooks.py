@@ -16,7 +16,7 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs(path, monkeypatch):
-    if "benchmark_audit" in path.name:
+    if "benchmark_audit" in path.name or "multiple_choice" in path.name:
         shared_path("open_llm_leaderboard_v1")  # real data: fails under CI=true if missing
     if "graded_and_continuous" in path.name:
         shared_path("mirt_reference")
@@ -59,5 +59,7 @@ def test_there_are_notebooks():
         "04_item_selection.ipynb",
         "05_prediction.ipynb",
         "06_graded_and_continuous.ipynb",
+        "07_llm_and_item_audits.ipynb",
+        "08_multiple_choice_floors_and_ceilings.ipynb",
     } <= names
     assert os.path.isdir(NOTEBOOKS[0].parent)
