@@ -1,6 +1,7 @@
 """2PL, 3PL or 4PL on the real Open LLM Leaderboard v1 benchmarks, at 20, 50 and 150 LLMs.
 
-For each benchmark's own file in ``../shared/data/open_llm_leaderboard_v1`` and each number of
+For each benchmark's own file in ``../shared/data/open_llm_leaderboard_v1`` (by default the
+multiple-choice ones with a known option count: MMLU, WinoGrande, ARC) and each number of
 training LLMs (``--sizes``), a seeded sample of LLMs is fitted unidimensionally by NUTS
 (2 chains × (``--tune`` + ``--draws``)) as a 2PL, a 3PL and a 4PL (floors centred on
 1 / answer options: MMLU and ARC 4, WinoGrande 2; TruthfulQA and GSM8K at the spec's
@@ -17,7 +18,7 @@ Beside them, metabench's own choice for the benchmark (its fitted R ``mirt`` mod
 metabench's ``g`` (and ``u``) on its 3PL and 4PL benchmarks (MMLU, WinoGrande), fitted on that
 many LLMs with metabench's model.
 
-    python benchmarks/asymptote_real.py                                  # about 1 h on 2 cores
+    python benchmarks/asymptote_real.py                                  # about 1.5 h on 2 cores
     python benchmarks/asymptote_real.py --benchmarks mmlu --sizes 50 --tune 300 --draws 300
 """
 
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bench_tables import elapsed_logger, markdown_table, run_header
+from bench_tables import elapsed_logger, markdown_table, run_header, write_results
 
 from benchmirt_bayes import compare_asymptote_models, fit_posterior, load_responses
 from benchmirt_bayes.analyses.heldout import FoldSplit, mirt_predictions
@@ -153,7 +154,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--benchmarks", nargs="+", choices=list(OPEN_LLM_BENCHMARKS), default=list(OPEN_LLM_BENCHMARKS)
+        "--benchmarks", nargs="+", choices=list(OPEN_LLM_BENCHMARKS), default=["mmlu", "winogrande", "arc"]
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[20, 50, 150])
     parser.add_argument("--heldout", type=int, default=300)
@@ -191,10 +192,7 @@ def main() -> None:
             "",
             markdown_table(pd.DataFrame(references)),
         ]
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(text) + "\n")
-    print("\n".join(text))
+    write_results(args.out, text)
 
 
 if __name__ == "__main__":

@@ -24,8 +24,8 @@ With ``--null``, a set with nothing planted is fitted both ways too: the agreeme
 4PL's abilities and item rankings with the 2PL's (correlations of posterior means in the
 aligned frame; Spearman of the within-benchmark information ranks).
 
-    python benchmarks/asymptote_recovery.py                         # about 1 h on 2 cores
-    python benchmarks/asymptote_recovery.py --llms 30 --seeds 1 --tune 200 --draws 200   # minutes
+    python benchmarks/asymptote_recovery.py --null                  # about 1 h on 2 cores
+    python benchmarks/asymptote_recovery.py --llms 30 --scale 0.01 --tune 200 --draws 200   # minutes
 """
 
 from __future__ import annotations
@@ -33,11 +33,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bench_tables import elapsed_logger, markdown_table, run_header
+from bench_tables import elapsed_logger, markdown_table, run_header, write_results
 from scipy.special import expit
 from scipy.stats import spearmanr
 
@@ -192,8 +191,13 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--llms", type=int, nargs="+", default=[20, 50, 150])
-    parser.add_argument("--seeds", type=int, default=2)
-    parser.add_argument("--scale", type=float, default=0.01, help="share of the built-in items (0.01: 358)")
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=0.02,
+        help="share of the built-in items (0.02: 373 multiple-choice items)",
+    )
     parser.add_argument(
         "--design",
         choices=["multiple-choice", "all"],
@@ -237,10 +241,7 @@ def main() -> None:
             "",
             markdown_table(pd.DataFrame(null_rows(args, log))),
         ]
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(text) + "\n")
-    print("\n".join(text))
+    write_results(args.out, text)
 
 
 if __name__ == "__main__":

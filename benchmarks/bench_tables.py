@@ -9,6 +9,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pandas as pd
 
@@ -44,3 +45,11 @@ def run_header(title: str, command: str) -> str:
         f"# {title}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()} ({platform.machine()}, "
         f"{os.cpu_count()} CPUs), commit {commit}, `{command}`"
     )
+
+
+def write_results(path: str, lines: list[str]) -> None:
+    """Write ``lines`` to ``path`` (creating its folder) and print them."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))

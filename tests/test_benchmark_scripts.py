@@ -8,6 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from .conftest import shared_path
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -46,6 +48,23 @@ def test_gpu_script_runs_on_cpu_at_reduced_size(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["chains"] == 2 and report["wall_s"] > 0 and report["devices"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["asymptote_recovery", "asymptote_real"])
+def test_asymptote_scripts_quick_runs_write_their_tables(name, tmp_path):
+    if name == "asymptote_real":
+        shared_path("open_llm_leaderboard_v1")
+    benchmark = {b.name: b for b in _run_all_module().BENCHMARKS}[name]
+    args = [a.format(out=tmp_path) for a in benchmark.quick]
+    command = [sys.executable, str(ROOT / "benchmarks" / benchmark.script), *args]
+    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    text = (tmp_path / benchmark.table_file).read_text()
+    assert text.startswith("# ") and "commit " in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+    models = {"2pl", "4pl"} if name == "asymptote_recovery" else {"2pl", "3pl", "4pl"}
+    assert models <= {cell.strip() for row in rows for cell in row.split("|")}
 
 
 def test_minibatch_scale_smoke_run_reports_recovery(tmp_path):
