@@ -470,10 +470,9 @@ def _has_auto_asymptotes(spec: Any) -> bool:
     """Whether a spec (name, path or object) leaves some benchmark's binary model to the data."""
     from benchmirt_bayes.model.spec import load_spec
     from benchmirt_bayes.response_types import DEFAULT_TYPE
-    from benchmirt_bayes.response_types.asymptotes import AUTO
+    from benchmirt_bayes.response_types.asymptotes import leaves_choice_to_data
 
-    section = load_spec(spec).settings.get(DEFAULT_TYPE, {})
-    return AUTO in (section.get("asymptotes"), *section.get("benchmarks", {}).values())
+    return leaves_choice_to_data(load_spec(spec).settings.get(DEFAULT_TYPE, {}))
 
 
 def _loader_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -123,6 +123,11 @@ def benchmark_kinds(benchmarks: Sequence[str], section: Mapping[str, Any]) -> di
     return {str(b): named.get(str(b), default) for b in pd.unique(np.asarray(benchmarks, dtype=str))}
 
 
+def leaves_choice_to_data(section: Mapping[str, Any]) -> bool:
+    """Whether a ``[binary]`` section says ``"auto"`` anywhere (default or per benchmark)."""
+    return AUTO in (section.get("asymptotes"), *dict(section.get("benchmarks", {})).values())
+
+
 def decided_section(
     benchmarks: Sequence[str], section: Mapping[str, Any], chosen: Mapping[str, str]
 ) -> dict[str, Any]:
