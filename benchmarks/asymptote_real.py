@@ -167,6 +167,9 @@ def main() -> None:
     parser.add_argument("--out", default="benchmark_results/asymptote_real.md")
     args = parser.parse_args()
     log = elapsed_logger()
+    header = run_header(
+        "2PL, 3PL and 4PL on the Open LLM Leaderboard v1", "python benchmarks/" + " ".join(sys.argv)
+    )
     rows, references = [], []
     for bench in args.benchmarks:
         responses = load_responses(
@@ -174,25 +177,22 @@ def main() -> None:
         )
         for size in args.sizes:
             rows.extend(size_rows(bench, responses, size, args, log))
+            write_results(
+                args.out, tables(header, rows, references), quiet=True
+            )  # a stopped run keeps its rows
         if args.reference_size and METABENCH[bench] != "2pl":
             references.extend(reference_rows(bench, responses, args, log))
-    text = [
-        run_header(
-            "2PL, 3PL and 4PL on the Open LLM Leaderboard v1", "python benchmarks/" + " ".join(sys.argv)
-        ),
-        "",
-        "## PSIS-LOO and held-out LLMs per benchmark and training size",
-        "",
-        markdown_table(pd.DataFrame(rows)),
-    ]
+    write_results(args.out, tables(header, rows, references))
+
+
+def tables(header: str, rows: list[dict], references: list[dict]) -> list[str]:
+    """The results file: the comparison per benchmark and size, then the metabench references."""
+    text = [header, "", "## PSIS-LOO and held-out LLMs per benchmark and training size", ""]
+    text.append(markdown_table(pd.DataFrame(rows)))
     if references:
-        text += [
-            "",
-            "## Floors and ceilings against metabench's R mirt estimates",
-            "",
-            markdown_table(pd.DataFrame(references)),
-        ]
-    write_results(args.out, text)
+        text += ["", "## Floors and ceilings against metabench's R mirt estimates", ""]
+        text.append(markdown_table(pd.DataFrame(references)))
+    return text
 
 
 if __name__ == "__main__":

@@ -47,9 +47,10 @@ def run_header(title: str, command: str) -> str:
     )
 
 
-def write_results(path: str, lines: list[str]) -> None:
-    """Write ``lines`` to ``path`` (creating its folder) and print them."""
+def write_results(path: str, lines: list[str], *, quiet: bool = False) -> None:
+    """Write ``lines`` to ``path`` (creating its folder) and print them unless ``quiet``."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    if not quiet:
+        print("\n".join(lines))
