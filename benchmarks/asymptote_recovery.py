@@ -121,10 +121,10 @@ def recovery(tree, truth) -> dict[str, float]:
         "floor_coverage_90": round(float(covers_floor.mean()), 3),
         "ceiling_coverage_90_capped": round(float(covers_ceiling[capped].mean()), 3),
         "uncapped_upper_reaches_0.95": round(float((flags.loc[~capped, "ceiling_upper"] >= 0.95).mean()), 3),
-        "low_ceiling_power": round(float(flags.loc[capped, "low_ceiling"].mean()), 3),
-        "low_ceiling_false_flags": round(float(flags.loc[~capped, "low_ceiling"].mean()), 4),
+        "low_ceiling_power": round(float(flags.loc[capped, "ceiling_flagged"].mean()), 3),
+        "low_ceiling_false_flags": round(float(flags.loc[~capped, "ceiling_flagged"].mean()), 4),
         "high_floor_false_flags": round(
-            float(flags.loc[true_floor <= flags["chance"], "high_floor"].mean()), 4
+            float(flags.loc[true_floor <= flags["chance"], "floor_flagged"].mean()), 4
         ),
         "miskeyed_flagged": len(flagged),
         "miskeyed_flagged_capped": int(sum(item in capped_items for item in flagged)),

@@ -35,6 +35,7 @@ from benchmirt_bayes.workflows.asymptote_fits import CHOICE_ATTR
 from benchmirt_bayes.workflows.audit_tables import write_audit_tables
 
 from .conftest import jittered_point_values
+from .test_uniform_api import _check_columns
 
 
 def numerical_derivative(f, eta, step=1e-6):
@@ -278,7 +279,8 @@ def test_asymptote_flags_report_floors_and_ceilings_with_intervals(asymptote_fit
     ).all()
     assert flags["p_floor_above_chance"].between(0, 1).all()
     # flags follow the stated rule
-    assert (flags["low_ceiling"] == (flags["p_ceiling_below"].fillna(0) > 0.95)).all()
+    assert (flags["ceiling_flagged"] == (flags["p_ceiling_below"].fillna(0) > 0.95)).all()
+    assert not _check_columns("asymptote_flags", flags)  # the package's column naming rules
     with pytest.raises(ValueError, match="ceiling_below"):
         asymptote_flags(fit, ceiling_below=1.2)
 
@@ -290,21 +292,21 @@ def test_low_ceilings_count_as_miskeying_evidence_and_reach_the_report_and_audit
     keyed = miskeyed_items(fit, n_draws=20).set_index("item")
     gpqa = keyed["benchmark"] == "GPQA"
     assert (
-        keyed.loc[gpqa, "p_low_ceiling"].between(0, 1).all()
-        and keyed.loc[~gpqa, "p_low_ceiling"].isna().all()
+        keyed.loc[gpqa, "p_ceiling_below"].between(0, 1).all()
+        and keyed.loc[~gpqa, "p_ceiling_below"].isna().all()
     )
-    expected = np.maximum(keyed["p_against"], keyed["p_low_ceiling"].fillna(0))
+    assert not _check_columns("miskeyed_items", keyed)
+    expected = np.maximum(keyed["p_against"], keyed["p_ceiling_below"].fillna(0))
     assert np.allclose(keyed["p_miskeyed"], expected)
     assert keyed["p_miskeyed"].is_monotonic_decreasing
     # planted caps (ceilings 0.55-0.85) carry more low-ceiling evidence than uncapped GPQA items
     planted = sim.truth["ceiling"].to_series().reindex(keyed.index) < 1
-    assert (
-        keyed.loc[gpqa & planted, "p_low_ceiling"].mean() > keyed.loc[gpqa & ~planted, "p_low_ceiling"].mean()
-    )
+    below = keyed["p_ceiling_below"]
+    assert below[gpqa & planted].mean() > below[gpqa & ~planted].mean()
     written = {path.name for path in write_audit_tables(fit, tmp_path / "audit", n_draws=20)}
     assert "asymptote_flags.csv" in written
     page = write_report(fit, tmp_path / "report").read_text()
-    assert "Floors and ceilings" in page and "p_low_ceiling" in page
+    assert "Floors and ceilings" in page and "p_ceiling_below" in page
 
 
 def test_asymptote_flags_say_what_to_do_without_floors(nuts_fit):
@@ -395,5 +397,6 @@ def test_comparing_asymptote_models_recommends_one_per_benchmark_and_says_by_how
         assert (part["recommended"] == chosen).all()
         gain = part.set_index("model").loc[chosen, "elpd"] - part.set_index("model").loc["2pl", "elpd"]
         assert first["gain_over_first"] == pytest.approx(gain)
+    assert not _check_columns("compare_asymptote_models", table)
     with pytest.raises(ValueError, match="at least two"):
         compare_asymptote_models({"4pl": fit})

@@ -49,7 +49,8 @@ def asymptote_flags(
         ``4pl``), ``chance`` (the floor's prior centre: ``1 / n_options``, or the spec's
         ``unknown_options_floor`` where the options are not given), ``floor_mean`` … ``floor_upper``,
         ``p_floor_above_chance``, ``ceiling_mean`` … ``ceiling_upper`` and
-        ``p_ceiling_below`` (NaN for 3PL items), ``low_ceiling`` and ``high_floor``.
+        ``p_ceiling_below`` (NaN for 3PL items), ``ceiling_flagged`` and
+        ``floor_flagged`` (the flags).
         Sorted by ``p_ceiling_below``, then ``p_floor_above_chance``, highest first.
 
     Raises
@@ -95,7 +96,7 @@ def asymptote_flags(
     for column, values in summarise_draws(ceiling, ci_prob=ci_prob, prefix="ceiling").items():
         out[column] = np.where(capped, values, np.nan)
     out["p_ceiling_below"] = np.where(capped, (ceiling < ceiling_below).mean(axis=0), np.nan)
-    out["low_ceiling"] = out["p_ceiling_below"].fillna(0.0) > probability
-    out["high_floor"] = out["p_floor_above_chance"] > probability
+    out["ceiling_flagged"] = out["p_ceiling_below"].fillna(0.0) > probability
+    out["floor_flagged"] = out["p_floor_above_chance"] > probability
     out.attrs = {"ceiling_below": ceiling_below, "probability": probability, "ci_prob": ci_prob}
     return out.sort_values(["p_ceiling_below", "p_floor_above_chance"], ascending=False, na_position="last")

@@ -22,10 +22,10 @@ quarter of LLMs along the direction minus that among the weakest quarter.
 
 In a fit where some benchmarks have ceilings (4PL), a wrong key or an ambiguous item can
 also show as a ceiling credibly below one: the strongest LLMs fail it as often as mid-range
-ones instead of more often than weak ones. Such items carry ``p_low_ceiling = P(u <
+ones instead of more often than weak ones. Such items carry ``p_ceiling_below = P(u <
 ceiling_below)`` (:func:`~benchmirt_bayes.analyses.asymptote_flags.asymptote_flags`).
 
-Items are ranked by ``p_miskeyed``, the larger of ``p_against`` and ``p_low_ceiling`` (a lower
+Items are ranked by ``p_miskeyed``, the larger of ``p_against`` and ``p_ceiling_below`` (a lower
 bound of the probability that either holds; ``p_against`` alone in fits without ceilings),
 and flagged by the Bayesian FDR rule (``lfdr = 1 −`` that evidence), where the reversal
 counts only when strong LLMs also succeed less than weak ones.
@@ -96,7 +96,7 @@ def miskeyed_items(
         draws), ``slope_mean`` and ``slope_sd`` (the item's own discrimination along its
         group), ``p_against``, ``strong_minus_weak`` (success rate
         of the strongest minus the weakest quarter of LLMs along the group direction),
-        ``ceiling_mean`` and ``p_low_ceiling`` (NaN for items without a ceiling),
+        ``ceiling_mean`` and ``p_ceiling_below`` (NaN for items without a ceiling),
         ``p_miskeyed`` and ``flagged``. Sorted by ``p_miskeyed``, highest first.
 
     """
@@ -148,8 +148,8 @@ def miskeyed_items(
             "strong_minus_weak": strong_minus_weak[usable],
         }
     )
-    table["ceiling_mean"], table["p_low_ceiling"] = _ceilings(posterior, table["item"], ceiling_below)
-    low_ceiling = table["p_low_ceiling"].fillna(0.0).to_numpy()
+    table["ceiling_mean"], table["p_ceiling_below"] = _ceilings(posterior, table["item"], ceiling_below)
+    low_ceiling = table["p_ceiling_below"].fillna(0.0).to_numpy()
     table["p_miskeyed"] = np.maximum(table["p_against"].to_numpy(), low_ceiling)
     reversed_evidence = np.where(
         table["strong_minus_weak"].to_numpy() < 0, table["p_against"].to_numpy(), 0.0

@@ -275,18 +275,18 @@ def _audits(posterior: xr.DataTree, dif_group: str | None, seed: int) -> str:
         f"{keyed.attrs['ceiling_below']} (Bayesian FDR 10%).</p>"
         + _table(
             flagged.head(15).set_index("item")[
-                ["benchmark", "slope_mean", "p_against", "strong_minus_weak", "p_low_ceiling", "p_miskeyed"]
+                ["benchmark", "slope_mean", "p_against", "strong_minus_weak", "p_ceiling_below", "p_miskeyed"]
             ]
         )
     )
     if "floor" in posterior["posterior"]:
         asymptotes = asymptote_flags(posterior)
-        flagged = asymptotes[asymptotes["low_ceiling"] | asymptotes["high_floor"]]
+        flagged = asymptotes[asymptotes["ceiling_flagged"] | asymptotes["floor_flagged"]]
         parts.append(
             f"<h3>Floors and ceilings</h3><p>Of {len(asymptotes)} items with a floor, "
-            f"{int(asymptotes['low_ceiling'].sum())} have a ceiling credibly below "
+            f"{int(asymptotes['ceiling_flagged'].sum())} have a ceiling credibly below "
             f"{asymptotes.attrs['ceiling_below']} (a wrong key, an ambiguous item) and "
-            f"{int(asymptotes['high_floor'].sum())} a floor credibly above chance (leaked answers, "
+            f"{int(asymptotes['floor_flagged'].sum())} a floor credibly above chance (leaked answers, "
             f"options that give the key away), each at posterior probability above "
             f"{asymptotes.attrs['probability']}.</p>"
             + _table(
