@@ -212,36 +212,30 @@ def main() -> None:
     parser.add_argument("--out", default="benchmark_results/asymptote_recovery.md")
     args = parser.parse_args()
     log = elapsed_logger()
+    header = run_header("Floors and ceilings on simulations", "python benchmarks/" + " ".join(sys.argv))
     rows = []
     for n_llms in args.llms:
         for seed in range(args.seeds):
             rows.extend(planted_rows(n_llms, seed, args, log))
+            write_results(args.out, tables(header, rows, None), quiet=True)  # a stopped run keeps its rows
+    null = null_rows(args, log) if args.null else None
+    write_results(args.out, tables(header, rows, null))
+
+
+def tables(header: str, rows: list[dict], null: list[dict] | None) -> list[str]:
+    """The results file: every fit, the 4PL against the 2PL per size, the set with nothing planted."""
     table = pd.DataFrame(rows)
-    text = [
-        run_header("Floors and ceilings on simulations", "python benchmarks/" + " ".join(sys.argv)),
-        "",
-        "## Planted floors and ceilings, 2PL and 4PL fits",
-        "",
-        markdown_table(table),
-    ]
+    text = [header, "", "## Planted floors and ceilings, 2PL and 4PL fits", "", markdown_table(table)]
     by_size = table.pivot_table(index=["llms", "seed"], columns="model", values="ability_rmse_near_chance")
-    by_size["reduction"] = 1 - by_size["4pl"] / by_size["2pl"]
-    cost = table.pivot_table(index=["llms", "seed"], columns="model", values="min_ess_bulk_per_s")
-    by_size["ess_per_s_2pl_over_4pl"] = cost["2pl"] / cost["4pl"]
-    text += [
-        "",
-        "## Near-chance ability RMSE and cost, 4PL against 2PL",
-        "",
-        markdown_table(by_size.reset_index(), 3),
-    ]
-    if args.null:
-        text += [
-            "",
-            "## Nothing planted: 4PL against 2PL",
-            "",
-            markdown_table(pd.DataFrame(null_rows(args, log))),
-        ]
-    write_results(args.out, text)
+    if {"2pl", "4pl"} <= set(by_size.columns):
+        by_size["reduction"] = 1 - by_size["4pl"] / by_size["2pl"]
+        cost = table.pivot_table(index=["llms", "seed"], columns="model", values="min_ess_bulk_per_s")
+        by_size["ess_per_s_2pl_over_4pl"] = cost["2pl"] / cost["4pl"]
+        text += ["", "## Near-chance ability RMSE and cost, 4PL against 2PL", ""]
+        text.append(markdown_table(by_size.reset_index(), 3))
+    if null is not None:
+        text += ["", "## Nothing planted: 4PL against 2PL", "", markdown_table(pd.DataFrame(null))]
+    return text
 
 
 if __name__ == "__main__":
