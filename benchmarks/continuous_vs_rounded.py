@@ -18,11 +18,10 @@ Prints one table with the date, machine and commit; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import platform
-import subprocess
-from datetime import UTC, datetime
+import sys
 
 import numpy as np
+from bench_tables import run_header
 
 from benchmirt_bayes import fit_posterior, simulate_benchmirt
 from benchmirt_bayes.rotations import procrustes, whitened_frame
@@ -74,13 +73,8 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     full_scale, mixed_scale, draws = (0.05, 0.003, 100) if args.smoke else (1.0, 0.02, 500)
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
-    print(
-        f"# continuous vs rounded StrongREJECT, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
-        f"commit {commit}, NUTS 2 chains × {draws} + {draws}"
-    )
+    title = f"continuous vs rounded StrongREJECT, NUTS 2 chains × {draws} + {draws}"
+    print(run_header(title, "python benchmarks/" + " ".join(sys.argv)))
     print("| data | StrongREJECT as | items | mean posterior SD of safety ability | r with true safety |")
     print("|---|---|---|---|---|")
     sim = simulate_benchmirt(scale=full_scale, n_llms=100, seed=11, response_types="mixed")
