@@ -12,6 +12,7 @@ from scipy.special import expit
 
 from benchmirt_bayes import (
     AsymptotePlan,
+    ResponseMatrix,
     asymptote_flags,
     check_convergence,
     choose_asymptotes,
@@ -24,11 +25,13 @@ from benchmirt_bayes import (
     simulate_benchmirt,
 )
 from benchmirt_bayes.analyses.heldout import fold_split, mirt_predictions
+from benchmirt_bayes.dims import ITEM_DIM
 from benchmirt_bayes.model.layout import ResponseLayout
 from benchmirt_bayes.model.pymc_model import build_model, resolve_likelihood
 from benchmirt_bayes.model.spec import load_spec
 from benchmirt_bayes.posterior import fit_spec
 from benchmirt_bayes.reports.report import write_report
+from benchmirt_bayes.response_types.asymptotes import AsymptoteItems
 from benchmirt_bayes.response_types.base import linear_predictor
 from benchmirt_bayes.response_types.binary import BINARY
 from benchmirt_bayes.workflows.asymptote_fits import CHOICE_ATTR
@@ -174,6 +177,30 @@ def test_an_asymptote_plan_refuses_nonsense():
 SPEC = {
     "binary": {"benchmarks": {"GPQA": "4pl", "MMLU-Pro": "3pl"}, "n_options": {"GPQA": 4, "MMLU-Pro": 10}}
 }
+
+
+def test_an_item_metadata_column_of_options_sets_each_floor_prior_centre():
+    responses = simulate_benchmirt(scale=0.005, n_llms=10, seed=1).responses
+    gpqa = np.asarray(responses.benchmarks) == "GPQA"
+    options = np.full(responses.n_items, np.nan)
+    options[np.flatnonzero(gpqa)[:2]] = [5, 2]
+    with_options = ResponseMatrix(responses.data.assign_coords(n_options=(ITEM_DIM, options)))
+    section = BINARY.spec_section(SPEC["binary"])
+    plan = AsymptoteItems.for_items(with_options, section)
+    chance = plan.chance[gpqa]
+    assert chance[:2].tolist() == [0.2, 0.5] and (chance[2:] == 0.25).all()
+    fit = fit_posterior(with_options, 1, method="map", spec=SPEC, seed=1, progressbar=False)
+    flags = asymptote_flags(fit).set_index("item")
+    assert flags.loc[responses.items[gpqa][:3], "chance"].tolist() == [0.2, 0.5, 0.25]
+    unchanged = AsymptoteItems.for_items(responses, section)
+    assert (unchanged.chance[gpqa] == 0.25).all() and (unchanged.kind == plan.kind).all()
+    for bad, message in ((1, "at least 2"), (2.5, "at least 2"), ("four", "not a number")):
+        values = options.astype(object)
+        values[np.flatnonzero(gpqa)[0]] = bad
+        with pytest.raises(ValueError, match=message):
+            AsymptoteItems.for_items(
+                ResponseMatrix(responses.data.assign_coords(n_options=(ITEM_DIM, values))), section
+            )
 
 
 def test_the_model_terms_equal_the_layout_log_likelihood_with_floors_and_ceilings():

@@ -75,7 +75,7 @@ def asymptote_flags(
     binary = np.flatnonzero(np.asarray(responses.response_types) == DEFAULT_TYPE)
     benchmarks = np.asarray(responses.benchmarks, dtype=str)[binary]
     section = response_model(DEFAULT_TYPE).spec_section(spec.type_prior(DEFAULT_TYPE))
-    plan = AsymptoteItems.from_section(benchmarks, section)
+    plan = AsymptoteItems.for_items(responses, section, binary)
     columns = binary[plan.floored]
     items = responses.items.astype(str)[columns]
     floor = post["floor"].sel(item=items).stack(sample=("chain", "draw")).transpose("sample", ...).values

@@ -327,7 +327,7 @@ def has_binary_asymptotes(responses: ResponseMatrix, spec: ModelSpec) -> bool:
         return False
     model = response_model(DEFAULT_TYPE)
     section = model.spec_section(spec.type_prior(DEFAULT_TYPE))
-    return AsymptoteItems.from_section(np.asarray(responses.benchmarks)[binary], section).any
+    return AsymptoteItems.for_items(responses, section, np.flatnonzero(binary)).any
 
 
 WHITENING_ITERATIONS = 24

@@ -2,7 +2,8 @@
 
 The binary type's ``[binary]`` spec section says per benchmark whether its items have no
 asymptotes (``"2pl"``), a floor (``"3pl"``) or a floor and a ceiling (``"4pl"``), and how
-many answer options a benchmark's items have. The floor ``g`` of an item is partially
+many answer options a benchmark's items have (an item-metadata column ``n_options``, where
+the data have one, overrides the benchmark's number item by item). The floor ``g`` of an item is partially
 pooled within its benchmark around the chance rate ``c = 1 / n_options`` on the logit scale,
 
 ``logit g_i = logit c_b + floor_offset_b + floor_spread_b · floor_z_i``,
@@ -27,10 +28,17 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from benchmirt_bayes.dims import ITEM_DIM
+from benchmirt_bayes.errors import limit_listing
 from benchmirt_bayes.response_types.base import PYTENSOR, logit, sigmoid
 
 ASYMPTOTE_KINDS = ("2pl", "3pl", "4pl")
 """What a benchmark's binary items may have: nothing, a floor, a floor and a ceiling."""
+
+N_OPTIONS_COLUMN = "n_options"
+"""Item-metadata column with each item's number of answer options (blank: the benchmark's)."""
+
+BLANK_TEXT = ("", "nan", "none", "<na>")
+"""Metadata text read as "not given" (stored fits keep item metadata as text)."""
 
 AUTO = "auto"
 """A benchmark whose model the data choose (:func:`benchmirt_bayes.choose_asymptotes`)."""
@@ -66,13 +74,22 @@ class AsymptoteItems:
     chance: np.ndarray
 
     @classmethod
-    def from_section(cls, benchmarks: Sequence[str], section: Mapping[str, Any]) -> AsymptoteItems:
+    def from_section(
+        cls,
+        benchmarks: Sequence[str],
+        section: Mapping[str, Any],
+        n_options: Sequence[float] | None = None,
+    ) -> AsymptoteItems:
         """The plan for items of ``benchmarks`` under a ``[binary]`` spec section.
+
+        ``n_options`` (per item, NaN where unknown) overrides the section's per-benchmark
+        ``n_options`` item by item.
 
         Raises
         ------
         ValueError
-            When the section names benchmarks the data do not have.
+            When the section names benchmarks the data do not have, or an item's number of
+            options is not a whole number of at least 2.
 
         """
         benchmarks = np.asarray(benchmarks, dtype=str)
@@ -98,7 +115,41 @@ class AsymptoteItems:
         chance = np.array(
             [1.0 / options[b] if b in options else section["unknown_options_floor"] for b in benchmarks]
         )
+        if n_options is not None:
+            per_item = np.asarray(n_options, dtype=float)
+            given = np.isfinite(per_item)
+            bad = given & ((per_item < 2) | (per_item != np.round(per_item)))
+            if bad.any():
+                raise ValueError(
+                    f"item metadata {N_OPTIONS_COLUMN!r} must be a whole number of at least 2 "
+                    f"(or blank); {int(bad.sum())} item(s) have {sorted(set(per_item[bad].tolist()))[:5]}"
+                )
+            chance = np.where(given, 1.0 / np.where(given, per_item, 1.0), chance)
         return cls(kind, chance)
+
+    @classmethod
+    def for_items(
+        cls, responses: Any, section: Mapping[str, Any], columns: Sequence[int] | None = None
+    ) -> AsymptoteItems:
+        """The plan for ``responses``' items at ``columns`` (all by default).
+
+        Reads the item-metadata column ``n_options`` where ``responses`` have it.
+        """
+        columns = np.arange(responses.n_items) if columns is None else np.asarray(columns)
+        metadata = responses.item_metadata()
+        options = None
+        if N_OPTIONS_COLUMN in metadata:
+            raw = metadata[N_OPTIONS_COLUMN].iloc[columns]
+            parsed = pd.to_numeric(raw, errors="coerce")
+            blank = raw.isna() | raw.astype(str).str.strip().str.lower().isin(BLANK_TEXT)
+            unreadable = parsed.isna() & ~blank
+            if unreadable.any():
+                raise ValueError(
+                    f"item metadata {N_OPTIONS_COLUMN!r} is not a number for {int(unreadable.sum())} "
+                    f"item(s), e.g. {limit_listing(raw.index[unreadable])}: {raw[unreadable].iloc[0]!r}"
+                )
+            options = parsed.to_numpy(float)
+        return cls.from_section(np.asarray(responses.benchmarks, dtype=str)[columns], section, options)
 
     @property
     def floored(self) -> np.ndarray:

@@ -203,7 +203,7 @@ class BinaryLogistic(ResponseModel):
         ``P(y = 1) = g + (u − g) σ(η)`` (:mod:`benchmirt_bayes.response_types.asymptotes`).
         """
         section = self.spec_section(prior)
-        plan = AsymptoteItems.from_section(responses.benchmarks, section)
+        plan = AsymptoteItems.for_items(responses, section)
         if plan.any:
             if form != "cells":
                 raise ValueError(
