@@ -207,19 +207,33 @@ def test_the_model_terms_equal_the_layout_log_likelihood_with_floors_and_ceiling
     responses = simulate_benchmirt(scale=0.01, n_llms=25, seed=1, asymptotes=PLAN).responses
     model = build_model(responses, 2, spec=SPEC)
     assert [rv.name for rv in model.observed_RVs] == ["correct", "correct_asymptotic"]
-    point, values = jittered_point_values(model, ["ability", "loading", "intercept", "floor", "ceiling"])
+    assert [p.name for p in model.potentials] == ["correct_capped_or_not"]
+    names = ["ability", "loading", "intercept", "floor", "capped_ceiling", "capped_share"]
+    point, values = jittered_point_values(model, names)
     benchmarks = np.asarray(responses.benchmarks)
     gpqa, mmlu_pro = benchmarks == "GPQA", benchmarks == "MMLU-Pro"
     assert (values["floor"][~(gpqa | mmlu_pro)] == 0).all() and (values["floor"][gpqa | mmlu_pro] > 0).all()
-    assert (values["ceiling"][~gpqa] == 1).all() and (values["ceiling"][gpqa] < 1).all()
-    assert (values["ceiling"] > values["floor"]).all()
+    capped = values["capped_ceiling"]
+    assert capped.shape == (gpqa.sum(),) and (capped > values["floor"][gpqa]).all() and (capped < 1).all()
     layout = ResponseLayout.from_responses(responses)
     eta = linear_predictor(values["ability"], values["loading"], values["intercept"])
-    params = layout.parameters({"floor": values["floor"], "ceiling": values["ceiling"]})
-    loglik = layout.log_likelihood(responses.values, eta, params)
+    three_pl = layout.log_likelihood(responses.values, eta, layout.parameters({"floor": values["floor"]}))
+    ceiling = np.ones(responses.n_items)
+    ceiling[gpqa] = capped
+    four_pl = layout.log_likelihood(
+        responses.values, eta, layout.parameters({"floor": values["floor"], "ceiling": ceiling})
+    )
     plain, floored = model.compile_logp(vars=model.observed_RVs, sum=False)(point)
-    assert plain.sum() == pytest.approx(np.nansum(loglik[:, ~(gpqa | mmlu_pro)]), rel=1e-9)
-    assert floored.sum() == pytest.approx(np.nansum(loglik[:, gpqa | mmlu_pro]), rel=1e-9)
+    assert plain.sum() == pytest.approx(np.nansum(three_pl[:, ~(gpqa | mmlu_pro)]), rel=1e-9)
+    assert floored.sum() == pytest.approx(np.nansum(three_pl[:, gpqa | mmlu_pro]), rel=1e-9)
+    # the potential: per GPQA item, log(π e^{ℓ(u)} + (1 − π) e^{ℓ(1)}) − ℓ(1)
+    share = float(values["capped_share"][0])
+    with_cap, without = np.nansum(four_pl[:, gpqa], axis=0), np.nansum(three_pl[:, gpqa], axis=0)
+    expected = np.logaddexp(np.log(share) + with_cap, np.log1p(-share) + without) - without
+    potential = model.compile_fn(model.replace_rvs_by_values(model.potentials), inputs=model.value_vars)(
+        point
+    )
+    assert float(np.sum(potential)) == pytest.approx(expected.sum(), rel=1e-9)
     assert np.isfinite(model.compile_dlogp()(point)).all()
     draws = np.asarray(pm.draw(model["correct_asymptotic"], draws=3, random_seed=1))
     assert draws.shape == (3, floored.size) and set(np.unique(draws)) <= {0, 1}
@@ -276,9 +290,16 @@ def test_a_4pl_fit_carries_floors_and_ceilings_to_the_verbs(asymptote_fit):
         post["ceiling"].transpose(..., "item").values,
     )
     assert (floor[..., ~floored] == 0).all() and (floor[..., floored] > 0).all()
-    assert (ceiling[..., ~gpqa] == 1).all() and (ceiling[..., gpqa] < 1).all() and (ceiling > floor).all()
+    assert (ceiling[..., ~gpqa] == 1).all() and (ceiling > floor).all()
+    # a GPQA item's ceiling is its capped ceiling in the draws that drew it capped, else one
+    capped = post["capped_ceiling"].sel(ceiling_item=sim.responses.items[gpqa]).transpose(..., "ceiling_item")
+    drawn = ceiling[..., gpqa]
+    assert ((drawn == 1) | (drawn == capped.values)).all() and 0 < (drawn < 1).mean() < 1
+    probability = post["capped_probability"].values
+    assert ((probability >= 0) & (probability <= 1)).all() and 0 < probability.mean() < 1
+    assert abs((drawn < 1).mean() - probability.mean()) < 0.05
     report = check_convergence(fit)  # constant floors of 2PL items do not count as failures
-    assert {"floor", "ceiling"} <= set(report.table.index)
+    assert {"floor", "capped_ceiling"} <= set(report.table.index)
     ranks = rank_items(fit)
     assert ranks.loc[ranks["benchmark"] == "GPQA", "ceiling_mean"].lt(1).all()
     assert ranks.loc[ranks["benchmark"] == "BBH", "floor_mean"].isna().all()

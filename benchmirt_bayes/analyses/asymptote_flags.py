@@ -48,8 +48,10 @@ def asymptote_flags(
         One row per item with a floor: ``item``, ``benchmark``, ``model`` (``3pl`` or
         ``4pl``), ``chance`` (the floor's prior centre: ``1 / n_options``, or the spec's
         ``unknown_options_floor`` where the options are not given), ``floor_mean`` … ``floor_upper``,
-        ``p_floor_above_chance``, ``ceiling_mean`` … ``ceiling_upper`` and
-        ``p_ceiling_below`` (NaN for 3PL items), ``ceiling_flagged`` and
+        ``p_floor_above_chance``, ``ceiling_mean`` … ``ceiling_upper`` (a 4PL item's
+        ceiling is one in the draws that find it uncapped), ``p_capped`` (the posterior
+        probability that the item is capped) and ``p_ceiling_below`` (that it is capped below
+        ``ceiling_below``; both NaN for 3PL items), ``ceiling_flagged`` and
         ``floor_flagged`` (the flags).
         Sorted by ``p_ceiling_below``, then ``p_floor_above_chance``, highest first.
 
@@ -95,7 +97,15 @@ def asymptote_flags(
     out["p_floor_above_chance"] = (floor > chance).mean(axis=0)
     for column, values in summarise_draws(ceiling, ci_prob=ci_prob, prefix="ceiling").items():
         out[column] = np.where(capped, values, np.nan)
-    out["p_ceiling_below"] = np.where(capped, (ceiling < ceiling_below).mean(axis=0), np.nan)
+    out["p_capped"] = np.nan
+    out["p_ceiling_below"] = np.nan
+    if capped.any():
+        chance_capped = post["capped_probability"].sel(ceiling_item=items[capped])
+        candidate = post["capped_ceiling"].sel(ceiling_item=items[capped])
+        # Rao-Blackwellised: P(capped and u < ceiling_below), not the share of drawn indicators
+        below = (chance_capped * (candidate < ceiling_below)).mean(("chain", "draw")).values
+        out.loc[capped, "p_capped"] = chance_capped.mean(("chain", "draw")).values
+        out.loc[capped, "p_ceiling_below"] = below
     out["ceiling_flagged"] = out["p_ceiling_below"].fillna(0.0) > probability
     out["floor_flagged"] = out["p_floor_above_chance"] > probability
     out.attrs = {"ceiling_below": ceiling_below, "probability": probability, "ci_prob": ci_prob}

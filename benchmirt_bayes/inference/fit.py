@@ -46,6 +46,7 @@ from benchmirt_bayes.posterior import (
     provenance,
     with_log_likelihood,
 )
+from benchmirt_bayes.response_types.capped_ceilings import draw_ceilings
 
 _SAMPLER_EXTRAS = {"nutpie": ("nutpie", "nutpie"), "numpyro": ("numpyro", "jax")}
 
@@ -570,6 +571,8 @@ def assemble_posterior(
     sample_stats = xr.concat(stats, dim="chain") if any(s.data_vars for s in stats) else stats[0]
     spec = settings.spec
     posterior = _identify_in_place(posterior, rotate=not spec.is_confirmatory)
+    if responses is not None:
+        posterior = draw_ceilings(posterior, responses, seed)
     restart_coord = ("chain", np.asarray(restart_of_chain))
     posterior = posterior.assign_coords(restart=restart_coord)
     if "chain" in sample_stats.dims:

@@ -8,12 +8,17 @@ pooled within its benchmark around the chance rate ``c = 1 / n_options`` on the 
 
 ``logit g_i = logit c_b + floor_offset_b + floor_spread_b · floor_z_i``,
 
-and its ceiling ``u`` lies a share ``s_i`` of the way from the floor to one,
+and a 4PL item either reaches one (most items) or is *capped*, with probability
+``capped_share_b ~ Beta(ceiling_share_alpha, ceiling_share_beta)``, at a ceiling ``u`` that
+lies a share ``s_i`` of the way from the floor to one,
 
 ``u_i = g_i + (1 − g_i) s_i``, ``logit s_i = ceiling_mean_b + ceiling_spread_b · ceiling_z_i``,
 
-so ``g < u`` in every draw and the probability always rises with ability. Both are
-non-centred (the benchmark spreads are weakly identified by a few tens of LLMs).
+so ``g < u`` in every draw and the probability always rises with ability. The capped-or-not
+indicator is summed out of the likelihood item by item (a spike at one plus a pooled bump
+below it: a unimodal prior would shrink the few capped items towards the many uncapped ones);
+:func:`draw_ceilings` draws it back after sampling. Floors and ceilings are non-centred (the
+benchmark spreads are weakly identified by a few tens of LLMs).
 """
 
 from __future__ import annotations
@@ -28,7 +33,6 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from benchmirt_bayes.dims import ITEM_DIM
-from benchmirt_bayes.errors import limit_listing
 from benchmirt_bayes.response_types.base import PYTENSOR, logit, sigmoid
 
 ASYMPTOTE_KINDS = ("2pl", "3pl", "4pl")
@@ -54,6 +58,8 @@ class AsymptotePrior:
     ceiling_mean_mu: float
     ceiling_mean_sigma: float
     ceiling_spread_sigma: float
+    ceiling_share_alpha: float
+    ceiling_share_beta: float
 
 
 @dataclass(frozen=True)
@@ -144,9 +150,10 @@ class AsymptoteItems:
             blank = raw.isna() | raw.astype(str).str.strip().str.lower().isin(BLANK_TEXT)
             unreadable = parsed.isna() & ~blank
             if unreadable.any():
+                examples = ", ".join(map(str, raw.index[unreadable][:5]))
                 raise ValueError(
                     f"item metadata {N_OPTIONS_COLUMN!r} is not a number for {int(unreadable.sum())} "
-                    f"item(s), e.g. {limit_listing(raw.index[unreadable])}: {raw[unreadable].iloc[0]!r}"
+                    f"item(s), e.g. {examples}: {raw[unreadable].iloc[0]!r}"
                 )
             options = parsed.to_numpy(float)
         return cls.from_section(np.asarray(responses.benchmarks, dtype=str)[columns], section, options)
@@ -219,18 +226,27 @@ def section_problems(section: Mapping[str, Any]) -> list[str]:
 
 def asymptote_variables(
     plan: AsymptoteItems, benchmarks: Sequence[str], prior: AsymptotePrior, positions: np.ndarray
-) -> tuple[pt.TensorVariable, pt.TensorVariable]:
-    """Add the floors and ceilings to the current PyMC model; return both for the block's items.
+) -> tuple[pt.TensorVariable, pt.TensorVariable, pt.TensorVariable]:
+    """Add the floors and ceilings to the current PyMC model.
 
     ``benchmarks`` are the block's items' benchmarks and ``positions`` their columns on the
-    model's item axis. The model gains ``floor`` and ``ceiling`` over the whole item axis
-    (0 and 1 for items without them) and the pooled parameters behind them.
+    model's item axis. The model gains ``floor`` and ``capped_ceiling`` over the whole item
+    axis (0 and 1 for items without them; ``capped_ceiling`` is a 4PL item's ceiling *if* it
+    is capped) and the pooled parameters behind them, ``capped_share`` among them.
+
+    Returns
+    -------
+    tuple
+        ``(floor, capped_ceiling, capped_share)`` for the block's items (the last is the
+        item's benchmark's share of capped items, 0 for items without a ceiling).
+
     """
     model = pm.modelcontext(None)
     n_all = len(model.coords[ITEM_DIM])
     floored, capped = np.flatnonzero(plan.floored), np.flatnonzero(plan.capped)
     floor = pt.zeros(len(plan.kind))
     ceiling = pt.ones(len(plan.kind))
+    share = pt.zeros(len(plan.kind))
     codes, names = pd.factorize(np.asarray(benchmarks, dtype=str)[floored])
     model.add_coord("floor_benchmark", [str(n) for n in names])
     model.add_coord("floor_item", np.asarray(model.coords[ITEM_DIM])[positions[floored]])
@@ -248,8 +264,29 @@ def asymptote_variables(
         )
         spread = pm.HalfNormal("ceiling_spread", prior.ceiling_spread_sigma, dims="ceiling_benchmark")
         z = pm.Normal("ceiling_z", 0.0, 1.0, dims="ceiling_item")
-        share = sigmoid(mean[codes] + spread[codes] * z, PYTENSOR)
-        ceiling = pt.set_subtensor(ceiling[capped], floor[capped] + (1.0 - floor[capped]) * share)
+        capped_share = pm.Beta(
+            "capped_share", prior.ceiling_share_alpha, prior.ceiling_share_beta, dims="ceiling_benchmark"
+        )
+        s_i = sigmoid(mean[codes] + spread[codes] * z, PYTENSOR)
+        ceiling = pt.set_subtensor(ceiling[capped], floor[capped] + (1.0 - floor[capped]) * s_i)
+        share = pt.set_subtensor(share[capped], capped_share[codes])
+        pm.Deterministic("capped_ceiling", ceiling[capped], dims="ceiling_item")
     pm.Deterministic("floor", pt.set_subtensor(pt.zeros(n_all)[positions], floor), dims=ITEM_DIM)
-    pm.Deterministic("ceiling", pt.set_subtensor(pt.ones(n_all)[positions], ceiling), dims=ITEM_DIM)
-    return floor, ceiling
+    return floor, ceiling, share
+
+
+def capped_or_not(log_lik_capped: Any, log_lik_uncapped: Any, share: Any, xp: Any = np) -> tuple[Any, Any]:
+    """An item's log likelihood with its capped-or-not indicator summed out, and the log odds.
+
+    ``log_lik_capped`` / ``log_lik_uncapped`` are the item's summed cell log likelihoods
+    with its ceiling at ``u`` and at one, ``share`` its benchmark's share of capped items.
+
+    Returns
+    -------
+    tuple
+        ``(log p(y), log odds of "capped" given y)``.
+
+    """
+    with_cap = xp.log(share) + log_lik_capped
+    without = xp.log1p(-share) + log_lik_uncapped
+    return xp.logaddexp(with_cap, without), with_cap - without

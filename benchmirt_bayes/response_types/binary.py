@@ -23,6 +23,7 @@ from benchmirt_bayes.response_types.asymptotes import (
     AsymptoteItems,
     AsymptotePrior,
     asymptote_variables,
+    capped_or_not,
     section_problems,
 )
 from benchmirt_bayes.response_types.base import (
@@ -59,15 +60,27 @@ class BinaryLogistic(ResponseModel):
     observed_name = "correct"
     item_parameters: ClassVar[dict[str, tuple[str, int]]] = {"floor": ("floor", 0), "ceiling": ("ceiling", 0)}
     optional_parameters: ClassVar[tuple[str, ...]] = ("floor", "ceiling")
-    variables = ("floor", "ceiling", "floor_offset", "floor_spread", "ceiling_mean", "ceiling_spread")
+    variables = (
+        "floor",
+        "ceiling",
+        "capped_ceiling",
+        "capped_probability",
+        "floor_offset",
+        "floor_spread",
+        "ceiling_mean",
+        "ceiling_spread",
+        "capped_share",
+    )
     draw_variables = ("floor", "ceiling")
     prior_defaults: ClassVar[dict[str, float]] = {
         "floor_offset_sigma": 1.0,
         "floor_spread_sigma": 1.0,
         "unknown_options_floor": 0.1,
-        "ceiling_mean_mu": 3.0,
+        "ceiling_mean_mu": 1.0,
         "ceiling_mean_sigma": 1.0,
         "ceiling_spread_sigma": 1.0,
+        "ceiling_share_alpha": 1.0,
+        "ceiling_share_beta": 4.0,
     }
     spec_options: ClassVar[dict[str, Any]] = {"asymptotes": "2pl", "benchmarks": {}, "n_options": {}}
 
@@ -161,13 +174,15 @@ class BinaryLogistic(ResponseModel):
     def item_summaries(self, intercept: np.ndarray, **params: Any) -> dict[str, np.ndarray]:
         """``floor`` and ``ceiling`` of the items that have them (NaN for the others; none for the 2PL).
 
-        A fit's 2PL items have a floor of exactly 0 and a ceiling of exactly 1 in every draw.
+        A fit's 2PL items have a floor of exactly 0 and a ceiling of exactly 1 in every draw (a
+        4PL item's ceiling is exactly 1 only in the draws that drew it uncapped).
         """
         out = {}
         for key, neutral in (("floor", 0.0), ("ceiling", 1.0)):
             if key in params:
                 values = np.broadcast_to(np.asarray(params[key], dtype=float), np.shape(intercept))
-                out[key] = np.where(values == neutral, np.nan, values)
+                without = (values == neutral).all(axis=0)
+                out[key] = np.where(without, np.nan, values)
         return out
 
     def draw(
@@ -257,11 +272,16 @@ class BinaryLogistic(ResponseModel):
         plan: AsymptoteItems,
         section: Mapping[str, Any],
     ) -> pt.TensorVariable:
-        """The 2PL items' cells as ``name`` and the floored items' cells as ``<name>_asymptotic``."""
+        """The 2PL items' cells as ``name`` and the floored items' cells as ``<name>_asymptotic``.
+
+        The observed ``<name>_asymptotic`` is the 3PL (floor, ceiling one) on every floored
+        cell; the potential ``<name>_capped_or_not`` adds, per 4PL item, the difference between
+        its likelihood with the capped-or-not indicator summed out and its 3PL likelihood.
+        """
         model = pm.modelcontext(None)
         positions = pd.Index(np.asarray(model.coords[ITEM_DIM])).get_indexer(responses.items)
         prior = AsymptotePrior(**{key: section[key] for key in self.prior_defaults})
-        floor, ceiling = asymptote_variables(plan, responses.benchmarks, prior, positions)
+        floor, capped_ceiling, share = asymptote_variables(plan, responses.benchmarks, prior, positions)
         rows, cols, values = observed_cells(responses)
         eta = cell_eta(ability, loading, intercept, rows, cols)
         plain = ~plan.floored[cols]
@@ -271,13 +291,23 @@ class BinaryLogistic(ResponseModel):
             name, logit_p=eta[np.flatnonzero(plain)], observed=values[plain].astype(np.int8), dims="cell"
         )
         floored = np.flatnonzero(~plain)
+        if plan.capped.any():
+            capped = np.flatnonzero(plan.capped[cols])
+            items, codes = np.unique(cols[capped], return_inverse=True)
+            y, e, g = values[capped], eta[capped], floor[cols[capped]]
+            cell_terms = (
+                self.log_likelihood(y, e, PYTENSOR, floor=g, ceiling=capped_ceiling[cols[capped]]),
+                self.log_likelihood(y, e, PYTENSOR, floor=g),
+            )
+            with_cap, without = (pt.inc_subtensor(pt.zeros(items.size)[codes], t) for t in cell_terms)
+            marginal, _ = capped_or_not(with_cap, without, share[items], PYTENSOR)
+            pm.Potential(f"{name}_capped_or_not", pt.sum(marginal - without))
         return pm.CustomDist(
             f"{name}_asymptotic",
             eta[floored],
             floor[cols[floored]],
-            ceiling[cols[floored]],
-            logp=lambda value, e, g, u: self.log_likelihood(value, e, PYTENSOR, floor=g, ceiling=u),
-            random=lambda e, g, u, rng, size: self.draw(e, rng, size, floor=g, ceiling=u),
+            logp=lambda value, e, g: self.log_likelihood(value, e, PYTENSOR, floor=g),
+            random=lambda e, g, rng, size: self.draw(e, rng, size, floor=g),
             observed=values[~plain].astype(np.int8),
             dims=f"{name}_asymptotic_cell",
             dtype="int8",
