@@ -298,6 +298,7 @@ def _audits(posterior: xr.DataTree, dif_group: str | None, seed: int) -> str:
                         "floor_mean",
                         "p_floor_above_chance",
                         "ceiling_mean",
+                        "p_capped",
                         "p_ceiling_below",
                     ]
                 ]

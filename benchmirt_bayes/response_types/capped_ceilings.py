@@ -5,7 +5,9 @@ analysis reads a posterior ``ceiling``. Per draw, an item is capped with its con
 probability given the draw's parameters and the item's responses,
 ``σ(logit capped_share_b + ℓ_i(u_i) − ℓ_i(1))``; its ``ceiling`` is then ``capped_ceiling``
 or one. The probability itself is kept as ``capped_probability`` (its posterior mean is the
-Rao-Blackwellised probability that the item is capped).
+Rao-Blackwellised probability that the item is capped). A point estimate (one draw: MAP)
+gets the ceiling the indicator averages to, ``p u + (1 − p)``, which gives the same
+response probabilities as the indicator summed out.
 """
 
 from __future__ import annotations
@@ -69,11 +71,15 @@ def draw_ceilings(posterior: xr.Dataset, responses: Any, seed: int) -> xr.Datase
         ]
         _, log_odds[part] = capped_or_not(*sums, share[part])
     probability = sigmoid(log_odds)
-    indicator = np.random.default_rng([seed, INDICATOR_STREAM]).random(probability.shape) < probability
+    if probability.shape[0] == 1:  # a point estimate (MAP): the ceiling the indicator averages to
+        drawn = probability * capped + (1.0 - probability)
+    else:
+        indicator = np.random.default_rng([seed, INDICATOR_STREAM]).random(probability.shape) < probability
+        drawn = np.where(indicator, capped, 1.0)
     shape = (n_chain, n_draw, columns.size)
     ceiling = ceiling.transpose(*stacked, ITEM_DIM).copy()
     position = ceiling.get_index(ITEM_DIM).get_indexer(items)
-    ceiling.values[:, :, position] = np.where(indicator, capped, 1.0).reshape(shape)
+    ceiling.values[:, :, position] = drawn.reshape(shape)
     dims = (*stacked, CEILING_ITEM_DIM)
     return posterior.assign(
         ceiling=ceiling,
