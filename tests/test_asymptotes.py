@@ -34,6 +34,7 @@ from benchmirt_bayes.reports.report import write_report
 from benchmirt_bayes.response_types.asymptotes import AsymptoteItems
 from benchmirt_bayes.response_types.base import linear_predictor
 from benchmirt_bayes.response_types.binary import BINARY
+from benchmirt_bayes.response_types.capped_ceilings import draw_ceilings
 from benchmirt_bayes.workflows.asymptote_fits import CHOICE_ATTR
 from benchmirt_bayes.workflows.audit_tables import write_audit_tables
 
@@ -298,6 +299,11 @@ def test_a_4pl_fit_carries_floors_and_ceilings_to_the_verbs(asymptote_fit):
     probability = post["capped_probability"].values
     assert ((probability >= 0) & (probability <= 1)).all() and 0 < probability.mean() < 1
     assert abs((drawn < 1).mean() - probability.mean()) < 0.05
+    # the indicators are drawn from the fit's seed: the stored ceilings are reproducible
+    bare = post.to_dataset().drop_vars(["ceiling", "capped_probability"])
+    again = draw_ceilings(bare, sim.responses, fit.attrs["benchmirt_random_seed"])
+    order = ("chain", "draw", "item")
+    assert np.array_equal(again["ceiling"].transpose(*order).values, post["ceiling"].transpose(*order).values)
     report = check_convergence(fit)  # constant floors of 2PL items do not count as failures
     assert {"floor", "capped_ceiling"} <= set(report.table.index)
     ranks = rank_items(fit)

@@ -3,8 +3,9 @@
 The binary type's ``[binary]`` spec section says per benchmark whether its items have no
 asymptotes (``"2pl"``), a floor (``"3pl"``) or a floor and a ceiling (``"4pl"``), and how
 many answer options a benchmark's items have (an item-metadata column ``n_options``, where
-the data have one, overrides the benchmark's number item by item). The floor ``g`` of an item is partially
-pooled within its benchmark around the chance rate ``c = 1 / n_options`` on the logit scale,
+the data have one, overrides the benchmark's number item by item). The floor ``g`` of an item
+is partially pooled within its benchmark around the chance rate ``c = 1 / n_options`` on the
+logit scale,
 
 ``logit g_i = logit c_b + floor_offset_b + floor_spread_b · floor_z_i``,
 
@@ -15,10 +16,11 @@ lies a share ``s_i`` of the way from the floor to one,
 ``u_i = g_i + (1 − g_i) s_i``, ``logit s_i = ceiling_mean_b + ceiling_spread_b · ceiling_z_i``,
 
 so ``g < u`` in every draw and the probability always rises with ability. The capped-or-not
-indicator is summed out of the likelihood item by item (a spike at one plus a pooled bump
-below it: a unimodal prior would shrink the few capped items towards the many uncapped ones);
-:func:`draw_ceilings` draws it back after sampling. Floors and ceilings are non-centred (the
-benchmark spreads are weakly identified by a few tens of LLMs).
+indicator is summed out of the likelihood item by item (the prior of a ceiling is a spike at
+one plus a pooled bump below it);
+:func:`~benchmirt_bayes.response_types.capped_ceilings.draw_ceilings` draws it back after
+sampling. Floors and ceilings are non-centred (the benchmark spreads are weakly identified by
+a few tens of LLMs).
 """
 
 from __future__ import annotations
@@ -230,9 +232,9 @@ def asymptote_variables(
     """Add the floors and ceilings to the current PyMC model.
 
     ``benchmarks`` are the block's items' benchmarks and ``positions`` their columns on the
-    model's item axis. The model gains ``floor`` and ``capped_ceiling`` over the whole item
-    axis (0 and 1 for items without them; ``capped_ceiling`` is a 4PL item's ceiling *if* it
-    is capped) and the pooled parameters behind them, ``capped_share`` among them.
+    model's item axis. The model gains ``floor`` over the whole item axis (0 for items
+    without one), ``capped_ceiling`` over the 4PL items (an item's ceiling *if* it is capped)
+    and the pooled parameters behind them, ``capped_share`` among them.
 
     Returns
     -------

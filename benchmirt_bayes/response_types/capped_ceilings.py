@@ -27,7 +27,8 @@ CEILING_ITEM_DIM = "ceiling_item"
 INDICATOR_STREAM = 4242
 """Second entry of the indicator draws' seed sequence ``[seed, INDICATOR_STREAM]``."""
 
-DRAWS_PER_CHUNK = 64
+CELLS_PER_CHUNK = 4_000_000
+"""Draws × LLMs × 4PL items evaluated at once (bounds the memory of the indicator draws)."""
 
 
 def draw_ceilings(posterior: xr.Dataset, responses: Any, seed: int) -> xr.Dataset:
@@ -61,8 +62,9 @@ def draw_ceilings(posterior: xr.Dataset, responses: Any, seed: int) -> xr.Datase
     observed = responses.observed[:, columns]
     values = np.where(observed, responses.values[:, columns], 0.0)
     log_odds = np.empty_like(capped)
-    for start in range(0, log_odds.shape[0], DRAWS_PER_CHUNK):
-        part = slice(start, start + DRAWS_PER_CHUNK)
+    chunk = max(1, CELLS_PER_CHUNK // max(1, observed.size))
+    for start in range(0, log_odds.shape[0], chunk):
+        part = slice(start, start + chunk)
         eta = np.einsum("snd,smd->snm", ability[part], loading[part]) + intercept[part][:, None, :]
         g = floor[part][:, None, :]
         sums = [
