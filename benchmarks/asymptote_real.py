@@ -25,7 +25,6 @@ many LLMs with metabench's model.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
@@ -167,9 +166,7 @@ def main() -> None:
     parser.add_argument("--out", default="benchmark_results/asymptote_real.md")
     args = parser.parse_args()
     log = elapsed_logger()
-    header = run_header(
-        "2PL, 3PL and 4PL on the Open LLM Leaderboard v1", "python benchmarks/" + " ".join(sys.argv)
-    )
+    header = run_header("2PL, 3PL and 4PL on the Open LLM Leaderboard v1")
     rows, references = [], []
     for bench in args.benchmarks:
         responses = load_responses(

@@ -33,7 +33,6 @@ aligned frame; Spearman of the within-benchmark information ranks).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 import numpy as np
@@ -225,7 +224,7 @@ def main() -> None:
     parser.add_argument("--out", default="benchmark_results/asymptote_recovery.md")
     args = parser.parse_args()
     log = elapsed_logger()
-    header = run_header("Floors and ceilings on simulations", "python benchmarks/" + " ".join(sys.argv))
+    header = run_header("Floors and ceilings on simulations")
     rows = []
     for n_llms in args.llms:
         for seed in range(args.seeds):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -36,8 +37,12 @@ def markdown_table(table: pd.DataFrame, digits: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def run_header(title: str, command: str) -> str:
-    """``# title, <UTC time>, <machine>, commit <sha>, `command` `` for a results file."""
+def run_header(title: str) -> str:
+    """``# title, <UTC time>, <machine>, commit <sha>, `command` `` for a results file.
+
+    The command is the running script's, as run from the repository root.
+    """
+    command = " ".join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()

@@ -18,7 +18,6 @@ Prints one table with the date, machine and commit; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import sys
 
 import numpy as np
 from bench_tables import run_header
@@ -74,7 +73,7 @@ def main() -> None:
     args = parser.parse_args()
     full_scale, mixed_scale, draws = (0.05, 0.003, 100) if args.smoke else (1.0, 0.02, 500)
     title = f"continuous vs rounded StrongREJECT, NUTS 2 chains × {draws} + {draws}"
-    print(run_header(title, "python benchmarks/" + " ".join(sys.argv)))
+    print(run_header(title))
     print("| data | StrongREJECT as | items | mean posterior SD of safety ability | r with true safety |")
     print("|---|---|---|---|---|")
     sim = simulate_benchmirt(scale=full_scale, n_llms=100, seed=11, response_types="mixed")
