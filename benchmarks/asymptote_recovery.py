@@ -11,7 +11,7 @@ option counts in the spec). Reported per fit:
 * recovery: 90 % interval coverage of the floors ``g`` (every floored item) and of the
   ceilings ``u`` (every 4PL item, an uncapped item's true ceiling being 1, which the posterior
   holds with the probability that the item is uncapped; and the capped items alone, a
-  conditional coverage that weak data cannot reach under any calibrated prior); the mean
+  conditional coverage that weak data need not reach even under a calibrated prior); the mean
   posterior probability of being capped among capped and uncapped items and its AUC;
 * abilities: RMSE of posterior-mean abilities against the truth (the truth's whitened frame,
   rotated onto the fit), over all LLMs and over the quarter of LLMs with the lowest true
