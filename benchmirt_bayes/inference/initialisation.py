@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
-from scipy.special import logit
 
 from benchmirt_bayes.data.responses import ResponseMatrix
+from benchmirt_bayes.response_types.base import logit
 
 LOGIT_SLOPE = 4.0
 """d logit(p) / dp at p = ½: turns a linear factor loading into a logistic one."""

@@ -18,6 +18,7 @@ from benchmirt_bayes.response_types.base import (
     cell_eta,
     gammaln_of,
     local_codes,
+    logit,
     observed_cells,
     required_variable,
     sigmoid,
@@ -219,7 +220,7 @@ class OrderedBeta(ResponseModel):
 
     def score_residual(self, y: Any, eta: Any, **params: Any) -> np.ndarray:
         """Interval part ``1 − σ(a) − σ(b)`` plus, inside, ``φ μ(1 − μ)(logit y − ψ(μφ) + ψ((1 − μ)φ))``."""
-        from scipy.special import digamma, logit
+        from scipy.special import digamma
 
         cutpoints, precision = params["cutpoints"], params["precision"]
         y = np.asarray(y, dtype=float)
