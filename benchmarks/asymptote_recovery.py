@@ -50,6 +50,7 @@ from benchmirt_bayes import (
     rank_items,
     simulate_benchmirt,
 )
+from benchmirt_bayes.analyses.metrics import auc
 from benchmirt_bayes.rotations import procrustes, whitened_frame
 
 OPTIONS = {"MMLU-Pro": 10, "GPQA": 4, "WMDP": 4, "BBQ": 3, "MuSR": 2}
@@ -125,7 +126,7 @@ def recovery(tree, truth) -> dict[str, float]:
         "ceiling_coverage_90_capped": round(float(covers_ceiling[capped].mean()), 3),
         "p_capped_capped": round(float(p_capped[capped].mean()), 3),
         "p_capped_uncapped": round(float(p_capped[~capped].mean()), 3),
-        "p_capped_auc": round(rank_auc(p_capped.to_numpy(), capped.to_numpy()), 3),
+        "p_capped_auc": round(auc(capped.to_numpy(), p_capped.to_numpy()), 3),
         "low_ceiling_power": round(float(flags.loc[capped, "ceiling_flagged"].mean()), 3),
         "low_ceiling_false_flags": round(float(flags.loc[~capped, "ceiling_flagged"].mean()), 4),
         "high_floor_false_flags": round(
@@ -134,13 +135,6 @@ def recovery(tree, truth) -> dict[str, float]:
         "miskeyed_flagged": len(flagged),
         "miskeyed_flagged_capped": int(sum(item in capped_items for item in flagged)),
     }
-
-
-def rank_auc(score: np.ndarray, positive: np.ndarray) -> float:
-    """P(score of a random positive > score of a random negative), ties counted half."""
-    ranks = pd.Series(score).rank().to_numpy()
-    n_pos, n_neg = int(positive.sum()), int((~positive).sum())
-    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def simulated(n_llms: int, seed: int, args, plan: AsymptotePlan | None):
