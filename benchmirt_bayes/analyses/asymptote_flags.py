@@ -8,7 +8,7 @@ import xarray as xr
 
 from benchmirt_bayes.posterior import fit_spec, responses_from_tree
 from benchmirt_bayes.response_types import DEFAULT_TYPE, response_model
-from benchmirt_bayes.response_types.asymptotes import AsymptoteItems
+from benchmirt_bayes.response_types.asymptotes import CEILING_ITEM_DIM, AsymptoteItems
 from benchmirt_bayes.summaries import CI_PROB, check_ci_prob, summarise_draws
 
 DEFAULT_CEILING = 0.9
@@ -100,8 +100,8 @@ def asymptote_flags(
     out["p_capped"] = np.nan
     out["p_ceiling_below"] = np.nan
     if capped.any():
-        chance_capped = post["capped_probability"].sel(ceiling_item=items[capped])
-        candidate = post["capped_ceiling"].sel(ceiling_item=items[capped])
+        chance_capped = post["capped_probability"].sel({CEILING_ITEM_DIM: items[capped]})
+        candidate = post["capped_ceiling"].sel({CEILING_ITEM_DIM: items[capped]})
         # Rao-Blackwellised: P(capped and u < ceiling_below), not the share of drawn indicators
         below = (chance_capped * (candidate < ceiling_below)).mean(("chain", "draw")).values
         out.loc[capped, "p_capped"] = chance_capped.mean(("chain", "draw")).values

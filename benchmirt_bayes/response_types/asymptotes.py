@@ -46,6 +46,9 @@ N_OPTIONS_COLUMN = "n_options"
 BLANK_TEXT = ("", "nan", "none", "<na>")
 """Metadata text read as "not given" (stored fits keep item metadata as text)."""
 
+CEILING_ITEM_DIM = "ceiling_item"
+"""Dimension of the 4PL items' ceiling variables (``capped_ceiling``, ``capped_probability``)."""
+
 AUTO = "auto"
 """A benchmark whose model the data choose (:func:`benchmirt_bayes.choose_asymptotes`)."""
 
@@ -260,19 +263,19 @@ def asymptote_variables(
     if capped.size:
         codes, names = pd.factorize(np.asarray(benchmarks, dtype=str)[capped])
         model.add_coord("ceiling_benchmark", [str(n) for n in names])
-        model.add_coord("ceiling_item", np.asarray(model.coords[ITEM_DIM])[positions[capped]])
+        model.add_coord(CEILING_ITEM_DIM, np.asarray(model.coords[ITEM_DIM])[positions[capped]])
         mean = pm.Normal(
             "ceiling_mean", prior.ceiling_mean_mu, prior.ceiling_mean_sigma, dims="ceiling_benchmark"
         )
         spread = pm.HalfNormal("ceiling_spread", prior.ceiling_spread_sigma, dims="ceiling_benchmark")
-        z = pm.Normal("ceiling_z", 0.0, 1.0, dims="ceiling_item")
+        z = pm.Normal("ceiling_z", 0.0, 1.0, dims=CEILING_ITEM_DIM)
         capped_share = pm.Beta(
             "capped_share", prior.ceiling_share_alpha, prior.ceiling_share_beta, dims="ceiling_benchmark"
         )
         s_i = sigmoid(mean[codes] + spread[codes] * z, PYTENSOR)
         ceiling = pt.set_subtensor(ceiling[capped], floor[capped] + (1.0 - floor[capped]) * s_i)
         share = pt.set_subtensor(share[capped], capped_share[codes])
-        pm.Deterministic("capped_ceiling", ceiling[capped], dims="ceiling_item")
+        pm.Deterministic("capped_ceiling", ceiling[capped], dims=CEILING_ITEM_DIM)
     pm.Deterministic("floor", pt.set_subtensor(pt.zeros(n_all)[positions], floor), dims=ITEM_DIM)
     return floor, ceiling, share
 

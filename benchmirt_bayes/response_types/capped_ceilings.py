@@ -19,11 +19,10 @@ import pandas as pd
 import xarray as xr
 
 from benchmirt_bayes.dims import ITEM_DIM, LLM_DIM
-from benchmirt_bayes.response_types.asymptotes import capped_or_not
+from benchmirt_bayes.response_types.asymptotes import CEILING_ITEM_DIM, capped_or_not
 from benchmirt_bayes.response_types.base import sigmoid
 from benchmirt_bayes.response_types.binary import BINARY
 
-CEILING_ITEM_DIM = "ceiling_item"
 INDICATOR_STREAM = 4242
 """Second entry of the indicator draws' seed sequence ``[seed, INDICATOR_STREAM]``."""
 
@@ -57,7 +56,7 @@ def draw_ceilings(posterior: xr.Dataset, responses: Any, seed: int) -> xr.Datase
     loading = flat("loading", (ITEM_DIM, "dimension"), item=items)
     intercept = flat("intercept", (ITEM_DIM,), item=items)
     floor = flat("floor", (ITEM_DIM,), item=items)
-    capped = flat("capped_ceiling", (CEILING_ITEM_DIM,), ceiling_item=items)
+    capped = flat("capped_ceiling", (CEILING_ITEM_DIM,), **{CEILING_ITEM_DIM: items})
     share = flat("capped_share", ("ceiling_benchmark",), ceiling_benchmark=benchmarks)
     observed = responses.observed[:, columns]
     values = np.where(observed, responses.values[:, columns], 0.0)
