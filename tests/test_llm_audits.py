@@ -141,6 +141,8 @@ def test_dif_finds_planted_items_and_nothing_on_a_clean_set(planted, clean):
     assert null["flagged"].sum() == 0 and null.attrs["two_group"]["a"]["pi0"] > 0.9
     with pytest.raises(KeyError, match="no LLM metadata 'family'"):
         differential_item_functioning(clean_fit, "family")
+    with pytest.raises(ValueError, match="at least two groups"):  # A16: one group, nothing to compare
+        differential_item_functioning(clean_fit, dict.fromkeys(clean_sim.responses.llms, "a"))
 
 
 @pytest.mark.slow

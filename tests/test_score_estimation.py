@@ -103,6 +103,8 @@ def test_a_stored_link_travels_with_the_fit_and_without_one_the_irt_estimate_is_
     _, reduced, full, train, test, fit = setting
     kept = list(reduced.items[:60])
     link = fit_score_link(fit, full.loc[train], items=kept, n_draws=5)
+    with pytest.warns(UserWarning, match=r"of the .* LLMs with full scores are not among the fit's"):
+        fit_score_link(fit, full, items=kept, n_draws=5)  # A10: the held-out LLMs' scores are named
     stored = load_posterior(save_posterior(with_score_link(fit, link), tmp_path / "fit.nc"))
     answers = reduced.data.sel(llm=list(test[:5]), item=kept).to_pandas()
     a = estimate_scores(stored, answers, n_draws=5)

@@ -79,6 +79,11 @@ def differential_item_functioning(
     draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed, abilities=True)
     responses, layout = draws.responses, draws.layout
     labels = _llm_groups(responses, group)
+    if len(set(labels)) < 2:
+        raise ValueError(
+            f"DIF compares a group with the other LLMs, but every LLM is in group {labels[0]!r}; "
+            "pass a grouping with at least two groups"
+        )
     levels = [focal] if focal is not None else list(pd.unique(labels))
     if focal is not None and focal not in set(labels):
         raise KeyError(f"no LLM is in group {focal!r}; groups: {sorted(set(labels))}")

@@ -44,6 +44,7 @@ from benchmirt_bayes.analyses.score_regression import (
 )
 from benchmirt_bayes.analyses.score_selection import known_scores, score_frame
 from benchmirt_bayes.draws import PosteriorDraws
+from benchmirt_bayes.errors import limit_listing
 from benchmirt_bayes.posterior import responses_from_tree
 from benchmirt_bayes.summaries import CI_PROB, check_ci_prob
 
@@ -566,6 +567,7 @@ class ScoreLink:
                 f"none of the {len(scores)} LLMs with full scores is among the {len(llms)} training "
                 f"LLMs (scores for e.g. {list(scores.index[:3])}; LLMs e.g. {list(llms[:3])})"
             )
+        _say_which_scores_are_unused(scores, llms)
         if score_max is None:
             score_max = 100.0 if float(np.nanmax(np.abs(scores.to_numpy()))) > 1 else 1.0
         item_draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed, responses=fitted)
@@ -657,6 +659,19 @@ class ScoreLink:
             )
         raw["benchmarks"] = {name: BenchmarkLink.from_dict(link) for name, link in raw["benchmarks"].items()}
         return cls(**raw)
+
+
+def _say_which_scores_are_unused(scores: pd.DataFrame, llms: np.ndarray) -> None:
+    """Known scores of LLMs that are not training LLMs teach the link nothing: say which."""
+    unused = scores.index[~scores.index.isin(llms) & scores.notna().any(axis=1).to_numpy()]
+    if len(unused):
+        warnings.warn(
+            f"{len(unused)} of the {len(scores)} LLMs with full scores are not among the fit's "
+            f"{len(llms)} LLMs and are not used by the link (e.g. {limit_listing(unused, 3)}); "
+            "if they should be, check that their ids are written as in the responses",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _say_what_has_no_link(links: dict, unlinked: dict, without_items: list, score_max: float) -> None:

@@ -59,14 +59,31 @@ def _scalar(value: Any) -> float | None:
     return None
 
 
+class _RepeatedKeys(ValueError):
+    """A JSON object names a key twice (``json`` would keep only the last value)."""
+
+
+def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    repeated = list(dict.fromkeys(key for i, key in enumerate(keys) if key in keys[:i]))
+    if repeated:
+        raise _RepeatedKeys(f"repeated key(s) {limit_listing(repeated)} in one object")
+    return dict(pairs)
+
+
+def parse_json(text: str | bytes) -> Any:
+    """JSON with every object's keys unique (a repeated key is an error, not the last value)."""
+    return json.loads(text, object_pairs_hook=_object_without_repeats)
+
+
 def _json_lines(path: Path) -> list[tuple[int, Any]]:
-    """``(line number, parsed record)``; bad bytes and bad JSON are errors naming the line."""
+    """``(line number, parsed record)``; bad bytes, bad JSON and repeated keys name the line."""
     records, problems = [], []
     for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
         if not raw.strip():
             continue
         try:
-            records.append((number, json.loads(raw.decode("utf-8"))))
+            records.append((number, parse_json(raw.decode("utf-8"))))
         except UnicodeDecodeError as exc:
             problems.append(
                 f"{path.name} line {number}: not UTF-8 (byte {exc.start} of the line: "
@@ -74,6 +91,8 @@ def _json_lines(path: Path) -> list[tuple[int, Any]]:
             )
         except json.JSONDecodeError as exc:
             problems.append(f"{path.name} line {number}: invalid JSON ({exc.msg})")
+        except _RepeatedKeys as exc:
+            problems.append(f"{path.name} line {number}: {exc} (JSON would keep only the last value)")
     if problems:
         raise ResponseDataError(problems[:50], source=str(path))
     return records
@@ -81,12 +100,16 @@ def _json_lines(path: Path) -> list[tuple[int, Any]]:
 
 def _json_file(path: Path) -> Any:
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
+        return parse_json(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ResponseDataError([f"{path.name} is not UTF-8 (byte {exc.start})"], source=str(path)) from None
     except json.JSONDecodeError as exc:
         raise ResponseDataError(
             [f"{path.name}: invalid JSON ({exc.msg}, line {exc.lineno})"], str(path)
+        ) from None
+    except _RepeatedKeys as exc:
+        raise ResponseDataError(
+            [f"{path.name}: {exc} (JSON would keep only the last value)"], str(path)
         ) from None
 
 
@@ -102,6 +125,11 @@ def read_pyirt(path: str | Path, *, metric: Any = None, filter: Any = None) -> t
             problems.append(f"line {number}: not a py-irt record (needs 'subject_id' and 'responses')")
             continue
         subject, responses = record["subject_id"], record["responses"]
+        if isinstance(subject, bool) or not isinstance(subject, str | int) or not str(subject).strip():
+            problems.append(
+                f"line {number}: 'subject_id' must be a non-empty text or whole-number id, got {subject!r}"
+            )
+            continue
         if not isinstance(responses, dict):
             problems.append(
                 f"line {number}: 'responses' must map item ids to values, got a {type(responses).__name__}"

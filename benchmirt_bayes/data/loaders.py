@@ -231,6 +231,25 @@ def resolve_format(
     return _table_orientation(read_table(source), meta, llm_col, item_col, correct_col, _label(source))
 
 
+PYIRT_SUFFIXES = (".jsonl", ".jsonlines")
+
+
+def _json_file_format(path: Path) -> str:
+    """``"pyirt"`` for py-irt lines saved as ``.json``; any other JSON document is refused by name."""
+    with path.open("rb") as handle:
+        first = handle.readline(1 << 20).strip()
+    if first.startswith(b"{") and b'"subject_id"' in first:
+        return "pyirt"
+    raise ResponseDataError(
+        [
+            f"{path.name} is a JSON document, not py-irt JSON lines (one "
+            '{"subject_id": ..., "responses": {item: value}} per line); for a harness\'s '
+            "results pass its folder (with format= if needed), for a table save it as CSV or Parquet"
+        ],
+        source=str(path),
+    )
+
+
 def detect_format(source: TableLike) -> str:
     """The format of ``source``: a folder's evaluation tool, ``"pyirt"``, or ``"table"``.
 
@@ -252,8 +271,10 @@ def detect_format(source: TableLike) -> str:
                     ]
                 )
             return found
-        if path.suffix.lower() in {".jsonl", ".json"}:
+        if path.suffix.lower() in PYIRT_SUFFIXES:
             return "pyirt"
+        if path.suffix.lower() == ".json" and path.is_file():
+            return _json_file_format(path)
         if path.suffix.lower() in (".parquet", ".pq") and harness_formats.oll_config(path) is not None:
             return "oll_details"
     return "table"
@@ -586,12 +607,23 @@ def _item_metadata(
             meta = meta.drop_duplicates(key)
         meta = meta.set_index(key)
         for name in meta.columns:
-            if meta[name].dtype == object:
-                meta[name] = meta[name].map(lambda v: np.nan if isinstance(v, str) and v == "" else v)
+            if meta[name].dtype == object or pd.api.types.is_string_dtype(meta[name]):
+                meta[name] = (
+                    meta[name]
+                    .map(lambda v: np.nan if isinstance(v, str) and not v.strip() else v)
+                    .astype(object)
+                )
         if "benchmark" not in meta.columns:
             if benchmark is None:
                 problems.append("item metadata has no 'benchmark' column")
             meta["benchmark"] = benchmark
+        elif (blank := meta["benchmark"].isna()).any():
+            if benchmark is None:
+                problems.append(
+                    f"{int(blank.sum())} item(s) with an empty benchmark cell in the item metadata: "
+                    f"{limit_listing(meta.index[blank])} (fill them, or pass benchmark='NAME' for them)"
+                )
+            meta.loc[blank, "benchmark"] = benchmark
         without_meta = pd.Index(items).difference(meta.index)
         if len(without_meta):
             problems.append(f"{len(without_meta)} item(s) without metadata: {limit_listing(without_meta)}")
@@ -613,7 +645,8 @@ def _item_metadata(
     else:
         meta["subgroup"] = meta["subgroup"].where(meta["subgroup"].notna(), meta["benchmark"])
     for name in meta.columns:
-        if meta[name].dtype == object or name in ("benchmark", "subgroup"):
+        text = meta[name].dtype == object or pd.api.types.is_string_dtype(meta[name])
+        if text or name in ("benchmark", "subgroup"):
             meta[name] = meta[name].where(meta[name].isna(), meta[name].astype(str))
     return meta, problems
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from benchmirt_bayes.data.tables import numeric_values
 from benchmirt_bayes.dims import ITEM_DIM, LLM_DIM
 from benchmirt_bayes.errors import ResponseDataError, limit_listing
 from benchmirt_bayes.response_types import (
@@ -522,6 +523,16 @@ def _int_coord(data: xr.DataArray, name: str, default: np.ndarray) -> np.ndarray
     return np.asarray(data[name].values).astype(float).astype(np.int64)
 
 
+def _metadata_numbers(data: xr.DataArray, name: str) -> tuple[np.ndarray, list[str]]:
+    """An item coordinate as floats (NaN where missing) and ``item='cell'`` for cells that are not numbers."""
+    if name not in data.coords:
+        return np.full(data.sizes[ITEM_DIM], np.nan), []
+    cells = pd.DataFrame({name: pd.Series(np.asarray(data[name].values), dtype=object)})
+    parsed, bad = numeric_values(cells)
+    items, raw = data[ITEM_DIM].values, cells[name].to_numpy()
+    return parsed[:, 0], [f"{str(items[row])!r}: {raw[row]!r}" for row, _ in bad]
+
+
 def _typed_coords(data: xr.DataArray, values: np.ndarray) -> tuple[xr.DataArray, list[str]]:
     """Check ``response_type`` and fill ``n_categories`` / ``n_trials``; list the problems."""
     items = data[ITEM_DIM].values
@@ -536,11 +547,14 @@ def _typed_coords(data: xr.DataArray, values: np.ndarray) -> tuple[xr.DataArray,
     observed = ~np.isnan(values)
     with np.errstate(invalid="ignore"):
         largest = np.where(observed.any(axis=0), np.nanmax(np.where(observed, values, -np.inf), axis=0), 0)
-    unknown = np.full(types.size, np.nan)
-    given = {
-        name: np.asarray(data[name].values, dtype=float) if name in data.coords else unknown
-        for name in ("n_categories", "n_trials")
-    }
+    given = {}
+    for name in ("n_categories", "n_trials"):
+        given[name], not_numbers = _metadata_numbers(data, name)
+        if not_numbers:
+            problems.append(
+                f"{name} must be a number (or empty for the default); item(s) with another "
+                f"cell: {', '.join(not_numbers[:10])}" + (" …" if len(not_numbers) > 10 else "")
+            )
     categories, trials = np.zeros(types.size), np.ones(types.size)
     for name, columns in type_columns(types).items():
         filled = response_model(name).item_metadata(

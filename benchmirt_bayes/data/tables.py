@@ -27,6 +27,8 @@ BOOLEAN_TOKENS = {"True": 1.0, "true": 1.0, "TRUE": 1.0, "False": 0.0, "false": 
 DELIMITERS = (",", ";", "\t", "|")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".gz")
+UNNAMED_INDEX = "Unnamed: 0"
+"""The name of an unnamed first column (as pandas names the index that ``to_csv`` writes)."""
 
 
 def read_table(source: TableLike) -> pd.DataFrame:
@@ -56,7 +58,10 @@ def read_table(source: TableLike) -> pd.DataFrame:
             table = _read_text_table(path)
         else:
             raise ResponseDataError(
-                [f"{path.name}: unknown table type {path.suffix!r} (use .csv, .tsv, .csv.gz or .parquet)"]
+                [
+                    f"{path.name}: unknown table type {path.suffix!r} (use .csv, .tsv, .csv.gz or "
+                    ".parquet; py-irt JSON lines under another name: format='pyirt')"
+                ]
             )
     if table.shape[0] == 0 or table.shape[1] == 0:
         raise ResponseDataError(["the table is empty"], source=label)
@@ -105,25 +110,59 @@ def _read_text_table(path: Path) -> pd.DataFrame:
         raise ResponseDataError(["the table is empty"], source=str(path))
     header_line = text.splitlines()[0]
     delimiter = max(DELIMITERS, key=header_line.count)
-    header = next(csv.reader([header_line], delimiter=delimiter))
-    seen, duplicated = set(), []
-    for name in header:
-        if name in seen:
-            duplicated.append(name)
-        seen.add(name)
-    if duplicated:
-        raise ResponseDataError(
-            [f"duplicate column name(s) in the header: {limit_listing(dict.fromkeys(duplicated))}"],
-            source=str(path),
-        )
+    header, body = _rows_as_header(text, delimiter, path)
+    return pd.DataFrame(body, columns=header, dtype=str)
+
+
+def _rows_as_header(text: str, delimiter: str, path: Path) -> tuple[list[str], list[list[str]]]:
+    """The header and the data rows, every row exactly as wide as the header.
+
+    A delimiter closing every line (the header's too, or only the data rows') is dropped; any
+    other row of another width, an empty or repeated column name is an error naming its line.
+    Only the first column may be unnamed (:data:`UNNAMED_INDEX`). Blank lines are skipped.
+    """
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
     try:
-        return pd.read_csv(
-            io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False, na_filter=False
-        )
-    except (pd.errors.ParserError, ValueError) as exc:
+        header = next(reader)
+        rows, lines = [], []
+        for row in reader:
+            if row and any(cell.strip() for cell in row):
+                rows.append(row)
+                lines.append(reader.line_num)
+    except csv.Error as exc:
         raise ResponseDataError(
-            [f"could not read {path.name} as a table ({type(exc).__name__}: {exc})"], source=str(path)
-        ) from exc
+            [f"could not read {path.name} as a table (line {reader.line_num}: {exc})"],
+            source=str(path),
+        ) from None
+    widths = np.array([len(row) for row in rows], dtype=int)
+    closing_every_row = rows and all(row[-1] == "" for row in rows)
+    if header and header[-1] == "" and closing_every_row and (widths == len(header)).all():
+        header, rows = header[:-1], [row[:-1] for row in rows]
+    elif closing_every_row and (widths == len(header) + 1).all():
+        rows = [row[:-1] for row in rows]
+    if header and not header[0].strip():
+        header[0] = UNNAMED_INDEX  # the index column pandas' to_csv writes without a name
+    problems = []
+    empty = [i + 1 for i, column in enumerate(header) if not column.strip()]
+    if empty:
+        problems.append(
+            f"the header has {len(empty)} empty column name(s), at column(s) {limit_listing(empty)} "
+            "(counted from 1)"
+        )
+    duplicated = list(dict.fromkeys(c for i, c in enumerate(header) if c in header[:i]))
+    if duplicated:
+        problems.append(f"duplicate column name(s) in the header: {limit_listing(duplicated)}")
+    wrong = [(line, len(row)) for line, row in zip(lines, rows, strict=True) if len(row) != len(header)]
+    if wrong:
+        listed = ", ".join(f"line {line} has {width}" for line, width in wrong[:10])
+        more = f" and {len(wrong) - 10} more" if len(wrong) > 10 else ""
+        problems.append(
+            f"{len(wrong)} row(s) do not have the header's {len(header)} fields: {listed}{more} "
+            "(a stray or missing delimiter shifts every cell after it)"
+        )
+    if problems:
+        raise ResponseDataError(problems, source=str(path))
+    return header, rows
 
 
 def text_ids(values: Iterable[object], what: str) -> tuple[np.ndarray, list[str]]:

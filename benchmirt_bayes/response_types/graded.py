@@ -80,10 +80,15 @@ class GradedLogistic(ResponseModel):
     def item_metadata(
         self, largest: np.ndarray, categories: np.ndarray, trials: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
-        """Declared categories, else one more than the largest value seen (at least 2)."""
-        categories = np.where(np.isfinite(categories), categories, np.maximum(largest + 1, 2))
+        """Declared categories, else one more than the largest value seen, rounded up (at least 2).
+
+        A value that is not a whole number leaves the default whole, so that the value itself
+        is reported as outside the item's categories rather than its metadata.
+        """
+        categories = np.where(np.isfinite(categories), categories, np.maximum(np.ceil(largest) + 1, 2))
         bad = (categories < 2) | (categories != np.round(categories))
-        return categories, np.ones(categories.shape), bad, f"{self.name} item(s) need n_categories ≥ 2"
+        message = f"{self.name} item(s) need n_categories, a whole number ≥ 2 (item metadata column)"
+        return categories, np.ones(categories.shape), bad, message
 
     def score_scale(self, categories: np.ndarray, trials: np.ndarray) -> np.ndarray:
         """``K − 1``."""

@@ -1,0 +1,237 @@
+"""Bad inputs, round two (issue #43): each case either reads right or is one error naming the culprit.
+
+Every case is written from its description in the issue (its id in the first column: R rows
+are files, F formats, A analyses) and checked before any fitting.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmirt_bayes import ResponseDataError, load_responses
+
+WIDE = {"format": "wide", "llm_col": "model", "benchmark": "B"}
+
+REFUSED_TABLES = [
+    # (case, what happens, file text, words the error must contain)
+    (
+        "R34",
+        "an empty header cell is not invented as an id 'Unnamed: 2'",
+        "model,q1,,q3\nA,1,0,1\nB,0,1,0\n",  # (only the first column, an index, may be unnamed)
+        ["empty column name", "column(s) 3"],
+    ),
+    (
+        "R35",
+        "a row with more fields than the header is not shifted into the ids",
+        "model,q1,q2\nA,1,0,1\nB,0,1\n",
+        ["line 2 has 4", "header's 3 fields"],
+    ),
+    (
+        "R35b",
+        "one long row in the middle names its line",
+        "model,q1,q2\nA,1,0\nB,0,1,1\nC,1,1\n",
+        ["line 3 has 4"],
+    ),
+    (
+        "R36",
+        "a short row does not drop its last cell silently",
+        "model,q1,q2,q3\nA,1,0,1\nB,0,1\nC,1,1,0\n",
+        ["line 3 has 3", "header's 4 fields"],
+    ),
+    (
+        "R36b",
+        "a trailing delimiter on some rows only is named, not dropped",
+        "model,q1,q2\nA,1,0,\nB,0,1\n",
+        ["line 2 has 4"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "what", "text", "words"), REFUSED_TABLES, ids=[row[0] for row in REFUSED_TABLES]
+)
+def test_malformed_tables_are_one_error_naming_the_line(tmp_path, case, what, text, words):
+    path = tmp_path / f"{case}.csv"
+    path.write_text(text)
+    with pytest.raises(ResponseDataError) as info:
+        load_responses(path, **WIDE)
+    message = str(info.value)
+    assert path.name in message, what
+    for word in words:
+        assert word in message, f"{case} ({what}): {word!r} not in {message!r}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "model,q1,q2,q3\nA,1,0,1,\nB,0,1,0,\nC,1,1,0,\n",  # R37: the data rows end with a comma
+        "model,q1,q2,q3,\nA,1,0,1,\nB,0,1,0,\nC,1,1,0,\n",  # every line does
+        "model,q1,q2,q3\n\nA,1,0,1\nB,0,1,0\n\nC,1,1,0\n\n",  # blank lines
+    ],
+    ids=["R37-data-rows", "R37-every-line", "blank-lines"],
+)
+def test_a_delimiter_closing_every_row_is_read_as_the_plain_table(tmp_path, text):
+    path = tmp_path / "trailing.csv"
+    path.write_text(text)
+    m = load_responses(path, **WIDE)
+    assert list(m.llms) == ["A", "B", "C"] and list(m.items) == ["q1", "q2", "q3"]
+    np.testing.assert_array_equal(m.values, [[1, 0, 1], [0, 1, 0], [1, 1, 0]])
+
+
+def test_quoted_delimiters_and_line_breaks_stay_inside_their_cell(tmp_path):
+    path = tmp_path / "quoted.csv"
+    path.write_text('model,"q,1","q\n2"\n"org/a, v2",1,0\nB,0,1\n')
+    m = load_responses(path, **WIDE)
+    assert list(m.llms) == ["org/a, v2", "B"] and list(m.items) == ["q,1", "q\n2"]
+
+
+RESPONSES = "model,q1,q2,q3\nA,1,0,1\nB,0,1,0\nC,1,1,0\n"
+
+
+def _with_metadata(folder, **kwargs):
+    """``r.csv`` (LLMs as rows) with the item metadata ``meta.csv`` of ``folder``."""
+    return load_responses(
+        folder / "r.csv", format="wide", llm_col="model", item_metadata=folder / "meta.csv", **kwargs
+    )
+
+
+def test_r44_an_empty_benchmark_cell_is_named_not_a_benchmark_called_empty(tmp_path):
+    (tmp_path / "r.csv").write_text(RESPONSES)
+    (tmp_path / "meta.csv").write_text("item,benchmark\nq1,X\nq2,\nq3,  \n")
+    with pytest.raises(ResponseDataError) as info:
+        _with_metadata(tmp_path)
+    assert "2 item(s) with an empty benchmark cell" in str(info.value)
+    assert "'q2'" in str(info.value) and "'q3'" in str(info.value)
+    filled = _with_metadata(tmp_path, benchmark="Y")
+    assert filled.item_metadata()["benchmark"].tolist() == ["X", "Y", "Y"]
+
+
+def test_r48_an_empty_subgroup_cell_is_its_benchmark_not_a_subgroup_called_empty(tmp_path):
+    (tmp_path / "r.csv").write_text(RESPONSES)
+    (tmp_path / "meta.csv").write_text("item,benchmark,subgroup\nq1,X,\nq2,X,s\nq3,Y,\n")
+    m = _with_metadata(tmp_path)
+    assert m.item_metadata()["subgroup"].tolist() == ["X", "s", "Y"]
+    assert "" not in set(m.item_metadata()["benchmark"])
+
+
+def test_empty_metadata_cells_from_a_dataframe_are_missing_too():
+    table = pd.DataFrame({"model": ["A", "B"], "q1": [1, 0], "q2": [0, 1]})
+    meta = pd.DataFrame(
+        {"item": ["q1", "q2"], "benchmark": pd.Series(["X", "X"], dtype="str"), "subgroup": ["", "s"]}
+    )
+    m = load_responses(table, format="wide", llm_col="model", item_metadata=meta)
+    assert m.item_metadata()["subgroup"].tolist() == ["X", "s"]
+
+
+def _pyirt(tmp_path, lines: list[str]):
+    path = tmp_path / "responses.jsonlines"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_f23_a_repeated_key_in_a_pyirt_line_is_named(tmp_path):
+    path = _pyirt(
+        tmp_path,
+        [
+            '{"subject_id": "a", "responses": {"q1": 1, "q2": 0}}',
+            '{"subject_id": "b", "responses": {"q1": 0, "q1": 1, "q2": 1}}',
+        ],
+    )
+    with pytest.raises(ResponseDataError) as info:
+        load_responses(path, format="pyirt", benchmark="B")
+    assert "line 2" in str(info.value) and "'q1'" in str(info.value) and "repeat" in str(info.value)
+
+
+@pytest.mark.parametrize("subject", ["null", '""', "3"])
+def test_f24_a_missing_or_non_text_subject_id_is_named(tmp_path, subject):
+    path = _pyirt(
+        tmp_path,
+        [
+            '{"subject_id": "a", "responses": {"q1": 1, "q2": 0}}',
+            '{"subject_id": ' + subject + ', "responses": {"q1": 0, "q2": 1}}',
+        ],
+    )
+    if subject == "3":  # a number is an id as written, like a CSV id
+        assert sorted(load_responses(path, format="pyirt", benchmark="B").llms) == ["3", "a"]
+        return
+    with pytest.raises(ResponseDataError) as info:
+        load_responses(path, format="pyirt", benchmark="B")
+    assert "line 2" in str(info.value) and "subject_id" in str(info.value)
+
+
+def test_pyirt_lines_are_read_under_any_extension(tmp_path):
+    lines = [
+        json.dumps({"subject_id": s, "responses": {"q1": v, "q2": 1 - v}}) for s, v in (("a", 1), ("b", 0))
+    ]
+    for name in ("r.jsonlines", "r.jsonl", "r.txt"):
+        path = tmp_path / name
+        path.write_text("\n".join(lines) + "\n")
+        m = load_responses(path, format="pyirt", benchmark="B")
+        assert sorted(m.llms) == ["a", "b"]
+
+
+def test_pyirt_lines_are_recognised_by_extension_and_other_json_is_refused_by_name(tmp_path):
+    line = json.dumps({"subject_id": "a", "responses": {"q1": 1, "q2": 0}})
+    other = json.dumps({"subject_id": "b", "responses": {"q1": 0, "q2": 1}})
+    for name in ("r.jsonlines", "r.jsonl", "r.json"):
+        (tmp_path / name).write_text(line + "\n" + other + "\n")
+        assert sorted(load_responses(tmp_path / name, benchmark="B").llms) == ["a", "b"]
+    inspect_like = tmp_path / "log.json"
+    inspect_like.write_text(json.dumps({"version": 2, "eval": {"task": "t"}, "samples": []}, indent=2))
+    with pytest.raises(ResponseDataError, match=r"log\.json is a JSON document, not py-irt JSON lines"):
+        load_responses(inspect_like, benchmark="B")
+    (tmp_path / "r.ndjson").write_text(line + "\n")
+    with pytest.raises(ResponseDataError, match="format='pyirt'"):
+        load_responses(tmp_path / "r.ndjson", benchmark="B")
+
+
+GRADED = "model,q1,q2,q3\nA,1,0,3\nB,0,1,2\nC,1,2,0\n"
+
+
+@pytest.mark.parametrize(
+    ("column", "cell", "words"),
+    [
+        ("n_categories", "ten", ["n_categories must be a number", "'q2': 'ten'"]),  # R20
+        ("n_categories", "2.5", ["whole number ≥ 2", "'q2'"]),
+        ("n_trials", "five", ["n_trials must be a number", "'q2': 'five'"]),  # R21
+    ],
+)
+def test_r20_r21_item_metadata_that_is_not_a_number_names_item_and_cell(tmp_path, column, cell, words):
+    kind = "graded" if column == "n_categories" else "count"
+    other = "4" if kind == "graded" else "3"
+    (tmp_path / "r.csv").write_text(GRADED)
+    (tmp_path / "meta.csv").write_text(
+        f"item,benchmark,response_type,{column}\nq1,B,{kind},{other}\nq2,B,{kind},{cell}\nq3,B,{kind},{other}\n"
+    )
+    with pytest.raises(ResponseDataError) as info:
+        _with_metadata(tmp_path)
+    for word in words:
+        assert word in str(info.value)
+
+
+@pytest.mark.parametrize("cell", ["", "NA", " "])
+def test_r49_an_empty_n_categories_cell_takes_the_documented_default(tmp_path, cell):
+    (tmp_path / "r.csv").write_text(GRADED)
+    (tmp_path / "meta.csv").write_text(
+        f"item,benchmark,response_type,n_categories\nq1,B,graded,3\nq2,B,graded,{cell}\nq3,B,graded,5\n"
+    )
+    m = _with_metadata(tmp_path)
+    assert m.n_categories.tolist() == [3, 3, 5]  # q2's largest value is 2: 2 + 1 categories
+
+
+def test_r14_r16_every_graded_value_outside_its_categories_is_listed_as_a_value(tmp_path):
+    (tmp_path / "r.csv").write_text("model,q1,q2,q3\nA,1,0,2.5\nB,0,-1,2\nC,1,2,0\n")
+    (tmp_path / "meta.csv").write_text(
+        "item,benchmark,response_type\nq1,B,graded\nq2,B,graded\nq3,B,graded\n"
+    )
+    with pytest.raises(ResponseDataError) as info:
+        _with_metadata(tmp_path)
+    message = str(info.value)
+    assert "2 value(s) outside their item's response type" in message
+    assert "(A, q3: graded" in message and "=2.5" in message
+    assert "(B, q2: graded" in message and "=-1.0" in message
+    assert "n_categories" not in message
