@@ -43,6 +43,11 @@ def save_posterior(posterior: xr.DataTree, path: str | Path) -> Path:
     if path.suffix not in SUFFIXES:
         raise ValueError(f"use a .nc or .zarr path, got {path.name!r}")
     _check_tree(posterior, str(path))
+    if path.exists() and not is_fit_file(path):
+        raise PosteriorFileError(
+            f"{path} exists and is not a fit written by benchmirt_bayes (data or other files?): "
+            "it is not replaced; choose another path, or move it away first"
+        )
     required = ";".join(f"{group}:{','.join(names)}" for group, names in REQUIRED_VARIABLES.items())
     tree = with_checksum(posterior, {REQUIRED_ATTR: required})
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -55,6 +60,24 @@ def save_posterior(posterior: xr.DataTree, path: str | Path) -> Path:
     tree.to_netcdf(partial, engine="h5netcdf")
     partial.replace(path)
     return path
+
+
+def is_fit_file(path: str | Path) -> bool:
+    """Whether ``path`` is a fit written by :func:`save_posterior` (read from its attributes only)."""
+    path = Path(path)
+    try:
+        if path.suffix == ".zarr":
+            import zarr
+
+            attrs = dict(zarr.open_group(str(path), mode="r").attrs)
+        else:
+            import h5netcdf
+
+            with h5netcdf.File(path, "r") as handle:
+                attrs = dict(handle.attrs)
+    except Exception:
+        return False
+    return REQUIRED_ATTR in attrs
 
 
 def _replace_folder(new: Path, path: Path) -> None:
@@ -106,7 +129,8 @@ def load_posterior(path: str | Path, responses: ResponseMatrix | None = None) ->
         ) from exc
     _check_tree(tree, str(path))
     problem = checksum_problem(tree)
-    if problem is not None and CHECKSUM_ATTR in tree.attrs:
+    if problem is not None and (CHECKSUM_ATTR in tree.attrs or REQUIRED_ATTR in tree.attrs):
+        # since 0.2 every fit is written with its checksum: one without it was edited
         raise PosteriorFileError(f"{path} is refused: {problem}; refit or restore the file")
     if problem is not None:
         warnings.warn(f"{path} {problem} (written before 0.2): it cannot be verified", stacklevel=2)

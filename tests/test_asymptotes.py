@@ -117,6 +117,19 @@ def test_binary_asymptote_score_information_and_moments_match_their_definitions(
     assert (BINARY.information_weight(eta, **params)[bottom] < BINARY.information_weight(eta)[bottom]).all()
 
 
+def test_score_and_information_stay_finite_where_an_uncapped_item_is_certain():
+    # a 4PL item drawn uncapped (u = 1) at a large η: 1 − p is below double precision as a difference
+    eta = np.array([-800.0, -60.0, 0.0, 38.0, 60.0, 800.0])
+    params = {"floor": np.full(eta.shape, FLOOR), "ceiling": np.ones(eta.shape)}
+    for y in (0.0, 1.0):
+        assert np.isfinite(BINARY.score_residual(y, eta, **params)).all()
+    np.testing.assert_allclose(BINARY.score_residual(0.0, eta[3:5], **params), -expit(eta[3:5]), rtol=1e-9)
+    weight = BINARY.information_weight(eta, **params)
+    assert np.isfinite(weight).all() and (weight >= 0).all()
+    mean, variance = BINARY.log_likelihood_moments(eta, **params)
+    assert np.isfinite(mean).all() and np.isfinite(variance).all()
+
+
 def test_binary_asymptote_draws_have_the_4pl_rate():
     rng = np.random.default_rng(5)
     eta = np.array([-8.0, 0.0, 8.0])

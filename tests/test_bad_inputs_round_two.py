@@ -235,3 +235,34 @@ def test_r14_r16_every_graded_value_outside_its_categories_is_listed_as_a_value(
     assert "(A, q3: graded" in message and "=2.5" in message
     assert "(B, q2: graded" in message and "=-1.0" in message
     assert "n_categories" not in message
+
+
+# ------------------------------------------------------------- stored fits
+def test_p13_save_posterior_never_replaces_what_is_not_a_fit(map_fit, tiny_sim, tmp_path):
+    from benchmirt_bayes import PosteriorFileError, save_posterior
+
+    folder = tmp_path / "mydata.zarr"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    data = tmp_path / "data.nc"
+    tiny_sim.responses.to_netcdf(str(data))
+    before = data.read_bytes()
+    for path in (folder, data):
+        with pytest.raises(PosteriorFileError, match="not a fit written by benchmirt_bayes"):
+            save_posterior(map_fit, path)
+    assert (folder / "notes.txt").read_text() == "mine" and data.read_bytes() == before
+    for name in ("fit.nc", "fit.zarr"):  # an earlier fit is replaced
+        save_posterior(map_fit, save_posterior(map_fit, tmp_path / name))
+
+
+def test_p07_a_fit_whose_checksum_was_removed_is_refused_not_warned_about(map_fit, tmp_path):
+    import h5netcdf
+
+    from benchmirt_bayes import PosteriorFileError, load_posterior, save_posterior
+    from benchmirt_bayes.integrity import CHECKSUM_ATTR
+
+    path = save_posterior(map_fit, tmp_path / "fit.nc")
+    with h5netcdf.File(path, "a") as handle:
+        del handle.attrs[CHECKSUM_ATTR]
+    with pytest.raises(PosteriorFileError, match="carries no checksum"):
+        load_posterior(path)

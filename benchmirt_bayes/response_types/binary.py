@@ -121,15 +121,15 @@ class BinaryLogistic(ResponseModel):
 
     def variance(self, eta: Any, **params: Any) -> np.ndarray:
         """``p (1 − p)``."""
-        prob = self.probability(np.asarray(eta, dtype=float), **params)
-        return prob * (1.0 - prob)
+        prob, miss = self._both_probabilities(eta, **params)
+        return prob * miss
 
     def log_likelihood_moments(self, eta: Any, **params: Any) -> tuple[np.ndarray, np.ndarray]:
         """``E = p log p + (1 − p) log(1 − p)``, ``Var = p (1 − p) (log p − log(1 − p))²``."""
         eta = np.asarray(eta, dtype=float)
-        prob = self.probability(eta, **params)
+        prob, miss = self._both_probabilities(eta, **params)
         log_p, log_q = self.log_likelihood(1.0, eta, **params), self.log_likelihood(0.0, eta, **params)
-        return prob * log_p + (1.0 - prob) * log_q, prob * (1.0 - prob) * (log_p - log_q) ** 2
+        return prob * log_p + miss * log_q, prob * miss * (log_p - log_q) ** 2
 
     def log_likelihood(self, y: Any, eta: Any, xp: Any = np, **params: Any) -> Any:
         """``y η − log(1 + e^η)``; with asymptotes ``y log p + (1 − y) log(1 − p)``, stably.
@@ -149,9 +149,8 @@ class BinaryLogistic(ResponseModel):
         """``y − σ(η)``; with asymptotes ``(y − p) p′ / (p (1 − p))``, ``p′ = (u − g) σ(η)(1 − σ(η))``."""
         if not has_asymptotes(params):
             return y - sigmoid(eta)
-        eta = np.asarray(eta, dtype=float)
-        prob = self.probability(eta, **params)
-        return (y - prob) * self._slope(eta, **params) / (prob * (1.0 - prob))
+        prob, miss = self._both_probabilities(eta, **params)
+        return (y * miss - (1.0 - y) * prob) * self._slope(eta, **params) / (prob * miss)
 
     def information_weight(self, eta: Any, **params: Any) -> np.ndarray:
         """``σ(η) (1 − σ(η))``; with asymptotes ``p′² / (p (1 − p))``.
@@ -162,14 +161,26 @@ class BinaryLogistic(ResponseModel):
         if not has_asymptotes(params):
             prob = sigmoid(eta)
             return prob * (1.0 - prob)
-        prob = self.probability(eta, **params)
-        return self._slope(eta, **params) ** 2 / (prob * (1.0 - prob))
+        prob, miss = self._both_probabilities(eta, **params)
+        return self._slope(eta, **params) ** 2 / (prob * miss)
+
+    def _both_probabilities(self, eta: Any, **params: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``p`` and ``1 − p``, the latter as ``(1 − u) + (u − g) σ(−η)``.
+
+        Computing ``1 − p`` as a difference gives 0 where ``u = 1`` and ``σ(η)`` rounds to
+        one (``η ≳ 37``), and then ``0 / 0`` in the ratios above; ``η`` is held to ±700,
+        where ``σ`` is 0 or 1 to double precision anyway, so neither term underflows.
+        """
+        eta = np.clip(np.asarray(eta, dtype=float), -700.0, 700.0)
+        floor, ceiling = asymptotes(params)
+        prob = floor + (ceiling - floor) * sigmoid(eta)
+        return prob, (1.0 - ceiling) + (ceiling - floor) * sigmoid(-eta)
 
     def _slope(self, eta: np.ndarray, **params: Any) -> np.ndarray:
-        """``∂p/∂η = (u − g) σ(η) (1 − σ(η))``."""
+        """``∂p/∂η = (u − g) σ(η) σ(−η)``."""
         floor, ceiling = asymptotes(params)
-        logistic = sigmoid(eta)
-        return (ceiling - floor) * logistic * (1.0 - logistic)
+        eta = np.clip(np.asarray(eta, dtype=float), -700.0, 700.0)
+        return (ceiling - floor) * sigmoid(eta) * sigmoid(-eta)
 
     def item_summaries(self, intercept: np.ndarray, **params: Any) -> dict[str, np.ndarray]:
         """``floor`` and ``ceiling`` of the items that have them (NaN for the others; none for the 2PL).
