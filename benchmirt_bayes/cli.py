@@ -103,6 +103,11 @@ def _pairs(values: list[str] | None, what: str) -> str | dict[str, str] | None:
 
 
 # ------------------------------------------------------------ output checks
+OUTPUT_MARKER = ".benchmirt-output"
+"""A file in every output folder the command line writes: such a folder may be replaced."""
+INPUT_ARGS = ("data", "fit", "responses", "item_metadata", "llm_metadata", "full_scores", "items")
+
+
 def _probe(folder: Path) -> None:
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".benchmirt_probe_"):
@@ -111,21 +116,61 @@ def _probe(folder: Path) -> None:
         raise UsageError(f"cannot write in {folder} ({exc.strerror or exc})") from None
 
 
-def writable_file(path: str | Path, suffixes: tuple[str, ...]) -> Path:
-    """Check that ``path`` can be written (creating its folder); raise :class:`UsageError` if not."""
+def _not_an_input(path: Path, args: argparse.Namespace | None) -> None:
+    if args is None:
+        return
+    target = path.resolve()
+    for name in INPUT_ARGS:
+        value = getattr(args, name, None)
+        if value is not None and (Path(value).resolve() == target or Path(value).resolve() in target.parents):
+            raise UsageError(
+                f"--out {path} is the input {name.replace('_', ' ')} {value}: it would be replaced; "
+                "choose another --out"
+            )
+
+
+def _ours_or_overwrite(path: Path, args: argparse.Namespace | None) -> None:
+    """An existing output is replaced only if benchmirt wrote it (a fit, a marked folder) or --overwrite."""
+    from benchmirt_bayes.io import is_fit_file
+
+    if args is None or getattr(args, "overwrite", False) or not path.exists():
+        return
+    if path.suffix in (".nc", ".zarr") and is_fit_file(path):
+        return
+    if path.is_dir() and ((path / OUTPUT_MARKER).exists() or not any(path.iterdir())):
+        return
+    if path.is_dir():
+        what = "a folder with files benchmirt did not write"
+    else:
+        what = "a file that is not a fit" if path.suffix in (".nc", ".zarr") else "a file"
+    raise UsageError(f"--out {path} exists and is {what}: choose another --out, or pass --overwrite")
+
+
+def writable_file(
+    path: str | Path, suffixes: tuple[str, ...], args: argparse.Namespace | None = None
+) -> Path:
+    """Check that ``path`` can be written (creating its folder); raise :class:`UsageError` if not.
+
+    With ``args``: ``path`` must not be one of the inputs, and an existing file there must be
+    a fit (replaced as such) unless ``args.overwrite``.
+    """
     path = Path(path)
     name = path.name.lower()
     if not any(name.endswith(s) for s in suffixes):
         raise UsageError(f"--out {path}: use a file ending in {' or '.join(suffixes)}")
     if path.is_dir() and path.suffix != ".zarr":
         raise UsageError(f"--out {path} is a folder, not a file")
+    _not_an_input(path, args)
+    _ours_or_overwrite(path, args)
     _writable_folder_path(path.parent)
     return path
 
 
-def writable_folder(path: str | Path) -> Path:
-    """Check that ``path`` is (or can be made) a folder we can write in."""
+def writable_folder(path: str | Path, args: argparse.Namespace | None = None) -> Path:
+    """Check that ``path`` is (or can be made) a folder we can write in (``args`` as in writable_file)."""
     path = Path(path)
+    _not_an_input(path, args)
+    _ours_or_overwrite(path, args)
     _writable_folder_path(path)
     return path
 
@@ -141,6 +186,49 @@ def _writable_folder_path(folder: Path) -> None:
     except OSError as exc:
         raise UsageError(f"cannot create the folder {folder} ({exc.strerror or exc})") from None
     _probe(folder)
+
+
+def write_file_atomically(path: str | Path, write: Callable[[Path], Any]) -> Path:
+    """``write(partial)`` to a hidden sibling, renamed to ``path`` only when complete.
+
+    A failed or interrupted write (a full disk) leaves no partial file at ``path``.
+    """
+    path = Path(path)
+    partial = path.with_name(f".{path.stem}.partial{path.suffix}")  # the suffix chooses the format
+    try:
+        write(partial)
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return path
+
+
+def write_folder_atomically(folder: str | Path, write: Callable[[Path], Any]) -> Any:
+    """``write(partial_folder)``, then each complete file moved into ``folder``, marked as benchmirt's.
+
+    Files of ``folder`` that the command does not write stay as they are; a failed write
+    leaves ``folder`` untouched.
+    """
+    import shutil
+
+    from benchmirt_bayes.io import replace_folder
+
+    folder = Path(folder)
+    partial = folder.with_name(f".{folder.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        partial.mkdir(parents=True)
+        result = write(partial)
+        (partial / OUTPUT_MARKER).write_text("written by the benchmirt command line\n")
+        folder.mkdir(parents=True, exist_ok=True)
+        for entry in partial.iterdir():
+            if entry.is_dir():
+                replace_folder(entry, folder / entry.name)
+            else:
+                entry.replace(folder / entry.name)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return result
 
 
 def readable(path: str | Path, what: str) -> Path:
@@ -179,6 +267,16 @@ def _add_data_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--item-col", default="item", help="item id column")
     group.add_argument("--correct-col", default="correct", help="score column of a long table")
     group.add_argument("--subgroup-col", default=None, help="item metadata column to use as subgroup")
+
+
+def _add_out(parser: argparse.ArgumentParser, **kwargs: Any) -> None:
+    """``--out`` and ``--overwrite``, which lets an existing output that is not benchmirt's be replaced."""
+    parser.add_argument("--out", **kwargs)
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --out that benchmirt did not write (an input is never replaced)",
+    )
 
 
 def _add_fit_settings_args(parser: argparse.ArgumentParser, *, draws: int, method: str = "auto") -> None:
@@ -290,16 +388,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="simulate reduced BenchMIRT data, fit it, write a report")
-    demo.add_argument("--out", default="demo_output", help="output folder")
+    _add_out(demo, default="demo_output", help="output folder")
     demo.add_argument("--scale", type=_fraction, default=0.03, help="share of the 34k items to simulate")
     demo.add_argument("--method", default="advi", choices=["nuts", "advi", "map"])
-    demo.add_argument("--seed", type=int, default=1)
+    demo.add_argument("--seed", type=_non_negative_int, default=1)
 
     sim = sub.add_parser("simulate", help="write the built-in simulated data set")
     sim.add_argument("--scale", type=_fraction, default=1.0)
     sim.add_argument("--llms", type=_at_least_two, default=100)
-    sim.add_argument("--seed", type=int, default=20260301)
-    sim.add_argument("--out", required=True, help="output .nc file")
+    sim.add_argument("--seed", type=_non_negative_int, default=20260301)
+    _add_out(sim, required=True, help="output .nc file")
 
     info = sub.add_parser("info", help="recognise a data set's format and summarise it")
     _add_data_args(info)
@@ -309,16 +407,16 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--dims", type=_positive_int, default=2)
     _add_fit_settings_args(fit, draws=1000)
     fit.add_argument("--restarts", type=_positive_int, default=1)
-    fit.add_argument("--seed", type=int, default=None)
-    fit.add_argument("--out", required=True, help="output .nc or .zarr")
+    fit.add_argument("--seed", type=_non_negative_int, default=None)
+    _add_out(fit, required=True, help="output .nc or .zarr")
 
     report = sub.add_parser("report", help="write an HTML trace report for a fit")
     report.add_argument("fit", help="a fit written by 'benchmirt fit'")
-    report.add_argument("--out", required=True, help="output folder")
+    _add_out(report, required=True, help="output folder")
 
     audit = sub.add_parser("audit", help="abilities, benchmark correlations, item fit and audits as CSV")
     audit.add_argument("fit", help="a fit written by 'benchmirt fit'")
-    audit.add_argument("--out", required=True, help="output folder")
+    _add_out(audit, required=True, help="output folder")
     audit.add_argument("--llm-metadata", default=None, help="LLM metadata table (llm, family, ...)")
     audit.add_argument("--llm-col", default="llm", help="LLM id column of the metadata")
     audit.add_argument(
@@ -326,7 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.add_argument("--pairs", nargs="+", default=None, help="LLM pairs to compare: A:B ...")
     audit.add_argument("--draws", type=_positive_int, default=200, help="posterior draws used")
-    audit.add_argument("--seed", type=int, default=0)
+    audit.add_argument("--seed", type=_non_negative_int, default=0)
 
     rank = sub.add_parser("rank", help="rank items by information, discrimination or difficulty")
     rank.add_argument("fit", help="a fit written by 'benchmirt fit'")
@@ -334,7 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
     rank.add_argument("--within", default=None, choices=["benchmark"])
     rank.add_argument("--dimension", default=None, help="rank along one dimension only")
     rank.add_argument("--top-k", type=_positive_int, default=10)
-    rank.add_argument("--out", required=True, help="output CSV")
+    _add_out(rank, required=True, help="output CSV")
 
     select = sub.add_parser("select", help="choose a small informative item subset from a fit")
     select.add_argument("fit", help="a fit written by 'benchmirt fit'")
@@ -356,9 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     select.add_argument("--llm-col", default="llm", help="the LLM column of --full-scores")
     select.add_argument("--dimension", default=None, help="select for one dimension only")
-    select.add_argument("--seed", type=int, default=0)
-    select.add_argument(
-        "--out",
+    select.add_argument("--seed", type=_non_negative_int, default=0)
+    _add_out(
+        select,
         required=True,
         help="output: .json (item ids per benchmark, for an evaluation harness), .txt (one id per "
         "line) or .csv (the kept items with their rankings)",
@@ -371,8 +469,8 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--item-col", default="item")
     score.add_argument("--correct-col", default="correct")
     score.add_argument("--draws", type=_positive_int, default=200, help="posterior draws of the items used")
-    score.add_argument("--seed", type=int, default=0)
-    score.add_argument("--out", required=True, help="output CSV")
+    score.add_argument("--seed", type=_non_negative_int, default=0)
+    _add_out(score, required=True, help="output CSV")
 
     link = sub.add_parser("link", help="learn the link from a kept item subset to full-benchmark scores")
     link.add_argument("fit", help="a fit written by 'benchmirt fit'")
@@ -380,8 +478,8 @@ def build_parser() -> argparse.ArgumentParser:
     link.add_argument("--items", default=None, help="the kept subset: .json or .txt from 'benchmirt select'")
     link.add_argument("--llm-col", default="llm")
     link.add_argument("--draws", type=_positive_int, default=20, help="posterior draws of the items used")
-    link.add_argument("--seed", type=int, default=0)
-    link.add_argument("--out", required=True, help="output .nc: the fit carrying the link")
+    link.add_argument("--seed", type=_non_negative_int, default=0)
+    _add_out(link, required=True, help="output .nc: the fit carrying the link")
 
     sub.add_parser("specs", help="list the model specs shipped in models/")
 
@@ -392,10 +490,10 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("--scheme", default="cells", choices=["cells", "llms", "items"])
     _add_fit_settings_args(cv, draws=100)
     cv.add_argument("--category", default=None, help="item coordinate for the LLM x category baseline")
-    cv.add_argument("--seed", type=int, default=42)
+    cv.add_argument("--seed", type=_non_negative_int, default=42)
     cv.add_argument("--results-dir", default=None, help="save each fold fit here; reruns resume")
     _add_executor_args(cv)
-    cv.add_argument("--out", required=True, help="output CSV (tidy table); a _summary.csv is written too")
+    _add_out(cv, required=True, help="output CSV (tidy table); a _summary.csv is written too")
     return parser
 
 
@@ -497,7 +595,19 @@ def _check_data_args(args: argparse.Namespace) -> None:
     for name in ("item_metadata", "llm_metadata"):
         if getattr(args, name, None) is not None:
             readable(getattr(args, name), name.replace("_", " "))
-    _loader_options(args)  # malformed pairs
+    options = _loader_options(args)  # malformed pairs
+    if Path(args.data).suffix == ".nc":
+        defaults = {"format": "auto", "llm_col": "llm", "item_col": "item", "correct_col": "correct"}
+        ignored = [
+            "--" + name.replace("_", "-")
+            for name, value in options.items()
+            if name != "llm_metadata" and value is not None and value != defaults.get(name)
+        ]
+        if ignored:
+            raise UsageError(
+                f"{', '.join(ignored)} read tables and result folders; {args.data} is a ResponseMatrix "
+                "(.nc) that carries its own items, types and metadata (only --llm-metadata applies)"
+            )
 
 
 def _load_data(args: argparse.Namespace):
@@ -549,15 +659,19 @@ def _no_check(args: argparse.Namespace) -> None:
 def _demo(args: argparse.Namespace) -> int:
     from benchmirt_bayes.demo import run_demo
 
-    folder = run_demo(Path(args.out), scale=args.scale, method=args.method, seed=args.seed)
-    print(f"report written to {folder / 'index.html'}")
+    write_folder_atomically(
+        args.out, lambda folder: run_demo(folder, scale=args.scale, method=args.method, seed=args.seed)
+    )
+    print(f"report written to {Path(args.out) / 'index.html'}")
     return 0
 
 
 def _simulate(args: argparse.Namespace) -> int:
     from benchmirt_bayes.simulation.datasets import write_simulated
 
-    path = write_simulated(Path(args.out), scale=args.scale, n_llms=args.llms, seed=args.seed)
+    path = write_file_atomically(
+        args.out, lambda partial: write_simulated(partial, scale=args.scale, n_llms=args.llms, seed=args.seed)
+    )
     print(f"wrote {path}")
     return 0
 
@@ -610,14 +724,14 @@ def _fit(args: argparse.Namespace) -> int:
     else:
         print(f"fitting {responses} with {args.dims} dimension(s), method={args.method}")
         fit = fit_posterior(responses, args.dims, restarts=args.restarts, seed=args.seed, **settings)
-    save_posterior(fit, args.out)
+    save_posterior(fit, args.out, overwrite=args.overwrite)
     print(f"done in {time.perf_counter() - start:.1f} s; posterior written to {args.out}")
     return 0
 
 
 def _check_fit(args: argparse.Namespace) -> None:
     _check_data_args(args)
-    writable_file(args.out, (".nc", ".zarr"))
+    writable_file(args.out, (".nc", ".zarr"), args)
     settings = _fit_settings(args)  # settings objects check their values
     if _has_auto_asymptotes(settings["spec"]) and (args.method not in ("auto", "nuts") or args.restarts != 1):
         raise UsageError(
@@ -630,14 +744,14 @@ def _report(args: argparse.Namespace) -> int:
     from benchmirt_bayes.reports.report import write_report
 
     fit = load_posterior(args.fit)
-    page = write_report(fit, Path(args.out))
-    print(f"report written to {page}")
+    page = write_folder_atomically(args.out, lambda folder: write_report(fit, folder).relative_to(folder))
+    print(f"report written to {Path(args.out) / page}")
     return 0
 
 
 def _check_fit_and_folder(args: argparse.Namespace) -> None:
     readable(args.fit, "fit")
-    writable_folder(args.out)
+    writable_folder(args.out, args)
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -645,18 +759,22 @@ def _audit(args: argparse.Namespace) -> int:
     from benchmirt_bayes.workflows.audit_tables import write_audit_tables
 
     fit = load_posterior(args.fit)
-    written = write_audit_tables(
-        fit,
-        Path(args.out),
-        llm_metadata=args.llm_metadata,
-        llm_col=args.llm_col,
-        group_by=args.group_by,
-        pairs=[_pair(p) for p in args.pairs] if args.pairs else None,
-        n_draws=args.draws,
-        seed=args.seed,
-    )
-    for path in written:
-        print(f"wrote {path}")
+
+    def write(folder: Path) -> list[Path]:
+        written = write_audit_tables(
+            fit,
+            folder,
+            llm_metadata=args.llm_metadata,
+            llm_col=args.llm_col,
+            group_by=args.group_by,
+            pairs=[_pair(p) for p in args.pairs] if args.pairs else None,
+            n_draws=args.draws,
+            seed=args.seed,
+        )
+        return [Path(path).relative_to(folder) for path in written]
+
+    for name in write_folder_atomically(args.out, write):
+        print(f"wrote {Path(args.out) / name}")
     return 0
 
 
@@ -683,7 +801,7 @@ def _rank(args: argparse.Namespace) -> int:
 
     fit = load_posterior(args.fit)
     table = rank_items(fit, by=args.by, within=args.within, dimension=args.dimension, top_k=args.top_k)
-    table.to_csv(args.out)
+    write_file_atomically(args.out, table.to_csv)
     print(table.head(15).round(3).to_string())
     print(f"wrote {args.out}")
     return 0
@@ -691,7 +809,7 @@ def _rank(args: argparse.Namespace) -> int:
 
 def _check_fit_and_file(args: argparse.Namespace, suffixes: tuple[str, ...] = (".csv",)) -> None:
     readable(args.fit, "fit")
-    writable_file(args.out, suffixes)
+    writable_file(args.out, suffixes, args)
 
 
 def _specs(args: argparse.Namespace) -> int:
@@ -727,9 +845,9 @@ def _select(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix.lower() == ".csv":
         table = rank_items(fit, dimension=args.dimension).loc[kept]
-        table.to_csv(out)
+        write_file_atomically(out, table.to_csv)
     else:
-        write_subset(fit, kept, out)
+        write_file_atomically(out, lambda partial: write_subset(fit, kept, partial))
     counts = fit["observed_data"]["benchmark"].to_series().loc[kept].value_counts().to_string()
     total = fit["posterior"].sizes["item"]
     print(f"kept {len(kept)} of {total} items ({args.method}); per benchmark:\n{counts}")
@@ -757,7 +875,7 @@ def _score(args: argparse.Namespace) -> int:
         full["quantity"] = "full_benchmark_score"
         keep = ["llm", "quantity", "name", "mean", "lower", "upper", "observed", "n_answered"]
         table = pd.concat([table, full[keep]], ignore_index=True)
-    table.to_csv(args.out, index=False)
+    write_file_atomically(args.out, lambda partial: table.to_csv(partial, index=False))
     print(table.round(3).to_string(index=False, max_rows=40))
     print(f"wrote {args.out}")
     return 0
@@ -775,7 +893,7 @@ def _link(args: argparse.Namespace) -> int:
         rmse = bench.training["out_of_fold_rmse_package"]
         n_llms = int(bench.training["n_llms"])
         print(f"{name}: {len(bench.items)} kept items, out-of-fold RMSE {rmse:.2f} on {n_llms} LLMs")
-    save_posterior(with_score_link(fit, link), args.out)
+    save_posterior(with_score_link(fit, link), args.out, overwrite=args.overwrite)
     print(f"wrote {args.out}")
     return 0
 
@@ -790,7 +908,11 @@ def _read_full_scores(path: str, llm_col: str):
     scores = table.set_index(llm_col)
     values, bad = numeric_values(scores)
     if bad:
-        raise UsageError("--full-scores: non-numeric scores")
+        cells = [f"{scores.index[r]!r} / {scores.columns[c]!r}: {scores.iat[r, c]!r}" for r, c in bad[:5]]
+        raise UsageError(
+            f"--full-scores {path}: {len(bad)} score(s) are not numbers ({', '.join(cells)}"
+            + (", …)" if len(bad) > 5 else ")")
+        )
     return type(scores)(values, index=scores.index.astype(str), columns=scores.columns)
 
 
@@ -802,6 +924,7 @@ def _check_select(args: argparse.Namespace) -> None:
                 "--method stepwise needs --full-scores (the training LLMs' full-benchmark scores)"
             )
         readable(args.full_scores, "full scores")
+        _read_full_scores(args.full_scores, args.llm_col)
         if args.dimension is not None:
             raise UsageError("--dimension does not apply to --method stepwise (it selects per benchmark)")
         if args.n_items is not None:
@@ -812,16 +935,25 @@ def _check_select(args: argparse.Namespace) -> None:
         raise UsageError("--full-scores is used only by --method stepwise")
     elif args.per_benchmark is not None:
         raise UsageError("--per-benchmark is used only by --method stepwise (else --n-items is the total)")
-    writable_file(args.out, (".json", ".txt", ".csv"))
+    writable_file(args.out, (".json", ".txt", ".csv"), args)
 
 
-def _read_subset(path: str) -> list[str]:
+def _read_subset(path: str | Path) -> list[str]:
     import json
 
     text = Path(path).read_text()
-    if path.lower().endswith(".json"):
-        document = json.loads(text)
-        return [i for items in document["benchmarks"].values() for i in items]
+    if str(path).lower().endswith(".json"):
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--items {path}: invalid JSON ({exc.msg}, line {exc.lineno})") from None
+        groups = document.get("benchmarks") if isinstance(document, dict) else None
+        if not isinstance(groups, dict) or not all(isinstance(v, list) for v in groups.values()):
+            raise UsageError(
+                f"--items {path}: expected a subset as 'benchmirt select' writes it, "
+                '{"benchmarks": {"NAME": [item ids]}, ...}'
+            )
+        return [str(i) for items in groups.values() for i in items]
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
@@ -829,8 +961,9 @@ def _check_link(args: argparse.Namespace) -> None:
     readable(args.fit, "fit")
     readable(args.full_scores, "full scores")
     if args.items is not None:
-        readable(args.items, "items")
-    writable_file(args.out, (".nc", ".zarr"))
+        _read_subset(readable(args.items, "items"))
+    _read_full_scores(args.full_scores, args.llm_col)
+    writable_file(args.out, (".nc", ".zarr"), args)
 
 
 def _check_score(args: argparse.Namespace) -> None:
@@ -863,22 +996,29 @@ def _cv(args: argparse.Namespace) -> int:
             executor=executor,
             results_dir=args.results_dir,
         )
-    out = Path(args.out)
-    result.table.to_csv(out, index=False)
-    summary_path = out.with_name(out.stem + "_summary.csv")
-    result.summary().to_csv(summary_path)
-    result.calibration.to_csv(out.with_name(out.stem + "_calibration.csv"), index=False)
+    out, summary_path, calibration_path = _cv_outputs(args.out)
+    write_file_atomically(out, lambda partial: result.table.to_csv(partial, index=False))
+    write_file_atomically(summary_path, result.summary().to_csv)
+    write_file_atomically(calibration_path, lambda partial: result.calibration.to_csv(partial, index=False))
     print(result.wide().round(4).to_string())
     print(choose_n_dims(result))
     print(f"done in {time.perf_counter() - start:.1f} s; wrote {out} and {summary_path}")
     return 0
 
 
+def _cv_outputs(out: str) -> tuple[Path, Path, Path]:
+    """The tidy table, its summary and its calibration table."""
+    path = Path(out)
+    return path, path.with_name(path.stem + "_summary.csv"), path.with_name(path.stem + "_calibration.csv")
+
+
 def _check_cv(args: argparse.Namespace) -> None:
     _check_data_args(args)
-    writable_file(args.out, (".csv",))
+    for path in _cv_outputs(args.out):
+        writable_file(path, (".csv",), args)
     if args.results_dir is not None:
-        writable_folder(args.results_dir)
+        _not_an_input(Path(args.results_dir), args)
+        writable_folder(args.results_dir)  # earlier fold fits there are resumed, not replaced
     if _has_auto_asymptotes(_fit_settings(args)["spec"]):
         raise UsageError(
             "'auto' asymptotes are chosen by `benchmirt fit`; name 2pl, 3pl or 4pl to cross-validate"
@@ -886,8 +1026,8 @@ def _check_cv(args: argparse.Namespace) -> None:
 
 
 _COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argparse.Namespace], None]]] = {
-    "demo": (_demo, lambda a: writable_folder(a.out)),
-    "simulate": (_simulate, lambda a: writable_file(a.out, (".nc",))),
+    "demo": (_demo, lambda a: writable_folder(a.out, a)),
+    "simulate": (_simulate, lambda a: writable_file(a.out, (".nc",), a)),
     "info": (_info, _check_data_args),
     "fit": (_fit, _check_fit),
     "report": (_report, _check_fit_and_folder),

@@ -26,12 +26,13 @@ REQUIRED_ATTR = "benchmirt_required_variables"
 SUFFIXES = (".nc", ".h5", ".netcdf", ".zarr")
 
 
-def save_posterior(posterior: xr.DataTree, path: str | Path) -> Path:
+def save_posterior(posterior: xr.DataTree, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write a fitted posterior to ``.nc`` (netCDF4/HDF5) or ``.zarr``, with a checksum.
 
     The file (or Zarr folder) is written under a temporary name and renamed when complete;
     an existing fit at ``path`` is replaced only then (for Zarr it is moved aside first and
-    deleted last), so an interrupted write leaves the previous file intact.
+    deleted last), so an interrupted write leaves the previous file intact. Anything else at
+    ``path`` (data, a folder of other files) is an error unless ``overwrite``.
 
     Returns
     -------
@@ -43,10 +44,10 @@ def save_posterior(posterior: xr.DataTree, path: str | Path) -> Path:
     if path.suffix not in SUFFIXES:
         raise ValueError(f"use a .nc or .zarr path, got {path.name!r}")
     _check_tree(posterior, str(path))
-    if path.exists() and not is_fit_file(path):
+    if path.exists() and not overwrite and not is_fit_file(path):
         raise PosteriorFileError(
             f"{path} exists and is not a fit written by benchmirt_bayes (data or other files?): "
-            "it is not replaced; choose another path, or move it away first"
+            "it is not replaced; choose another path, or pass overwrite=True"
         )
     required = ";".join(f"{group}:{','.join(names)}" for group, names in REQUIRED_VARIABLES.items())
     tree = with_checksum(posterior, {REQUIRED_ATTR: required})
@@ -55,7 +56,7 @@ def save_posterior(posterior: xr.DataTree, path: str | Path) -> Path:
     if path.suffix == ".zarr":
         shutil.rmtree(partial, ignore_errors=True)
         tree.to_zarr(partial, mode="w")
-        _replace_folder(partial, path)
+        replace_folder(partial, path)
         return path
     tree.to_netcdf(partial, engine="h5netcdf")
     partial.replace(path)
@@ -80,14 +81,21 @@ def is_fit_file(path: str | Path) -> bool:
     return REQUIRED_ATTR in attrs
 
 
-def _replace_folder(new: Path, path: Path) -> None:
+def replace_folder(new: Path, path: Path) -> None:
     """Move the complete folder ``new`` to ``path``, keeping the old one until then."""
     old = path.with_name(path.name + ".old")
     if path.exists():
-        shutil.rmtree(old, ignore_errors=True)
+        _remove(old)
         path.rename(old)
     new.rename(path)
-    shutil.rmtree(old, ignore_errors=True)
+    _remove(old)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def load_posterior(path: str | Path, responses: ResponseMatrix | None = None) -> xr.DataTree:

@@ -7,6 +7,7 @@ are files, F formats, A analyses) and checked before any fitting.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -266,3 +267,119 @@ def test_p07_a_fit_whose_checksum_was_removed_is_refused_not_warned_about(map_fi
         del handle.attrs[CHECKSUM_ATTR]
     with pytest.raises(PosteriorFileError, match="carries no checksum"):
         load_posterior(path)
+
+
+# ------------------------------------------------------------- the command line
+@pytest.fixture
+def cli_files(map_fit, tiny_sim, tmp_path):
+    from benchmirt_bayes import save_posterior
+
+    data = tmp_path / "data.nc"
+    tiny_sim.responses.to_netcdf(str(data))
+    fit = save_posterior(map_fit, tmp_path / "fit.nc")
+    return tmp_path, data, fit
+
+
+def _cli(capsys, *args) -> tuple[int, str]:
+    from benchmirt_bayes.cli import main
+
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_c11_an_output_is_never_an_input(cli_files, capsys):
+    _folder, data, fit = cli_files
+    before = data.read_bytes()
+    code, text = _cli(capsys, "fit", data, "--method", "map", "--out", data, "--overwrite")
+    assert code == 2 and "is the input data" in text and "fitting" not in text
+    assert data.read_bytes() == before
+    code, text = _cli(capsys, "audit", fit, "--out", fit)
+    assert code == 2 and "is the input fit" in text
+
+
+def test_existing_outputs_are_replaced_only_if_ours_or_with_overwrite(cli_files, capsys):
+    folder, _, fit = cli_files
+    out = folder / "ranking.csv"
+    assert _cli(capsys, "rank", fit, "--out", out)[0] == 0
+    code, text = _cli(capsys, "rank", fit, "--out", out)
+    assert code == 2 and "exists and is a file" in text and "--overwrite" in text
+    assert _cli(capsys, "rank", fit, "--out", out, "--overwrite")[0] == 0
+    theirs = folder / "theirs"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine")
+    code, text = _cli(capsys, "report", fit, "--out", theirs)
+    assert code == 2 and "folder with files benchmirt did not write" in text
+    assert _cli(capsys, "report", fit, "--out", theirs, "--overwrite")[0] == 0
+    assert (theirs / "notes.txt").read_text() == "mine" and (theirs / "index.html").exists()
+    ours = folder / "report"
+    for _ in range(2):  # a report folder it wrote is simply rewritten
+        assert _cli(capsys, "report", fit, "--out", ours)[0] == 0
+    assert not list(folder.glob(".*partial*"))
+
+
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_c33_c34_a_failed_write_leaves_nothing_at_the_output_path(tmp_path, error):
+    from benchmirt_bayes.cli import write_file_atomically, write_folder_atomically
+
+    def half_then_fail(partial):
+        Path(partial).write_text("llm,item\na,")
+        raise error
+
+    with pytest.raises(type(error)):
+        write_file_atomically(tmp_path / "rank_full.csv", half_then_fail)
+    report = tmp_path / "report"
+    with pytest.raises(type(error)):
+        write_folder_atomically(report, lambda folder: half_then_fail(folder / "index.html"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_c09_c04b_c25_c31_bad_numbers_and_options_are_refused_before_any_work(cli_files, capsys):
+    folder, data, _fit = cli_files
+    with pytest.raises(SystemExit) as exit_info:
+        _cli(capsys, "fit", data, "--seed", "-1", "--out", folder / "f.nc")
+    assert exit_info.value.code == 2 and "--seed: must be 0 or more" in capsys.readouterr().err
+    code, text = _cli(capsys, "fit", data, "--dims", "500", "--method", "map", "--out", folder / "f.nc")
+    assert code == 2 and "needs more items than dimensions" in text and "Minimizing" not in text
+    code, text = _cli(
+        capsys, "cv", data, "--folds", "500", "--scheme", "llms", "--dims", "1", "--out", folder / "cv.csv"
+    )
+    assert code == 2 and "500 folds need at least 500 llms" in text and "fits done" not in text
+    code, text = _cli(capsys, "info", data, "--response-type", "graded", "--format", "wide")
+    assert code == 2 and "--format, --response-type read tables and result folders" in text
+
+
+def test_c28_c30_link_inputs_name_the_file_and_cell(cli_files, capsys):
+    folder, _, fit = cli_files
+    scores = folder / "scores.csv"
+    scores.write_text("llm,b1\nm0,0.5\nm1,ten\n")
+    code, text = _cli(capsys, "link", fit, "--full-scores", scores, "--out", folder / "linked.nc")
+    assert code == 2 and "scores.csv" in text and "'m1' / 'b1': 'ten'" in text
+    scores.write_text("llm,b1\nm0,0.5\n")
+    for name, content in (("no_key.json", '{"items": ["q1"]}'), ("cut.json", '{"benchmarks": {"b1": ["q1"')):
+        (folder / name).write_text(content)
+        code, text = _cli(
+            capsys, "link", fit, "--full-scores", scores, "--items", folder / name, "--out", folder / "l.nc"
+        )
+        assert code == 2 and name in text, text
+
+
+def test_s05_names_with_dollar_signs_are_shown_not_parsed_as_mathtext(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from benchmirt_bayes.reports.plots import plot_benchmark_heatmap
+
+    table = pd.DataFrame(
+        {
+            "group": ["cost_$5_and_$10", "x^2_$a$"],
+            "dimension": ["dim_1", "dim_1"],
+            "r_mean": [0.1, 0.3],
+            "r_lower": [0.0, 0.2],
+            "r_upper": [0.2, 0.4],
+        }
+    )
+    fig = plot_benchmark_heatmap(table)
+    fig.savefig(tmp_path / "heatmap.png")  # mathtext would fail to parse "$5_and_$"
+    labels = [label.get_text() for label in fig.axes[0].get_yticklabels()]
+    plt.close(fig)
+    assert labels == [r"cost_\$5_and_\$10", r"x^2_\$a\$"]  # escaped: drawn as written

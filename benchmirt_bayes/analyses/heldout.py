@@ -64,6 +64,15 @@ class FoldSplit:
     held_out: np.ndarray  # indices of held-out LLMs or items (empty for cells)
 
 
+def check_fold_count(responses: ResponseMatrix, scheme: str, n_folds: int) -> None:
+    """Refuse more folds than held-out units (LLMs or items; cells always suffice)."""
+    if scheme == "cells":
+        return
+    size = responses.n_llms if scheme == "llms" else responses.n_items
+    if n_folds > size:
+        raise ValueError(f"{n_folds} folds need at least {n_folds} {scheme}, got {size}")
+
+
 def fold_split(
     responses: ResponseMatrix,
     scheme: Scheme,
@@ -77,10 +86,9 @@ def fold_split(
     if scheme == "cells":
         test = responses.cell_folds(n_folds, seed=seed) == fold
         return FoldSplit(responses.masked(test), observed & ~test, test, np.array([], dtype=np.int64))
+    check_fold_count(responses, scheme, n_folds)
     axis = 0 if scheme == "llms" else 1
     size = observed.shape[axis]
-    if n_folds > size:
-        raise ValueError(f"{n_folds} folds need at least {n_folds} {scheme}, got {size}")
     order = np.random.default_rng(seed).permutation(size)
     held = np.sort(order[fold::n_folds])
     kept = np.setdiff1d(np.arange(size), held)

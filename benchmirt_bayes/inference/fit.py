@@ -188,6 +188,10 @@ def resolve_settings(
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     positive_int("n_dims", n_dims)
+    if n_dims >= responses.n_items:
+        raise ValueError(
+            f"n_dims={n_dims} needs more items than dimensions, and the data have {responses.n_items} items"
+        )
     automatic: dict[str, str] = {}
     if method == "auto":
         method, automatic["method"] = automatic_method(responses.n_observed)

@@ -7,16 +7,58 @@ they go wherever the user's backend sends them (``MPLBACKEND=Agg`` for none).
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Callable
+
 import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
+from matplotlib.text import Text
+from matplotlib.ticker import FixedFormatter, FuncFormatter
 
 from benchmirt_bayes.diagnostics.calibration import SBC_BAND_PROB, SBC_GROUP, rank_ecdf
 from benchmirt_bayes.diagnostics.stability import restart_means
 from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.response_types.base import linear_predictor
 from benchmirt_bayes.summaries import CI_PROB, interval_quantiles
+
+
+def _literal(text: str) -> str:
+    """``$`` as a literal dollar sign (matplotlib reads ``$…$`` as mathtext)."""
+    return re.sub(r"(?<!\\)\$", r"\\$", text)
+
+
+def _literal_label(label: Callable[[float, int | None], str], x: float, pos: int | None = None) -> str:
+    return _literal(str(label(x, pos)))
+
+
+def literal_text[**P](plot: Callable[P, Figure]) -> Callable[P, Figure]:
+    """Show every text of the figure as written: names such as ``cost_$5_and_$10`` are not markup.
+
+    The figure is built with mathtext off (its layout measures the texts), then every text
+    and fixed tick label has its ``$`` escaped, so that later draws (Jupyter, ``savefig``) under
+    the user's own settings show them literally too.
+    """
+
+    @functools.wraps(plot)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> Figure:
+        with plt.rc_context({"text.parse_math": False}):
+            fig = plot(*args, **kwargs)
+        for text in fig.findobj(Text):
+            text.set_parse_math(True)
+            text.set_text(_literal(text.get_text()))
+        for ax in fig.axes:
+            for axis in (ax.xaxis, ax.yaxis):
+                formatter = axis.get_major_formatter()
+                if isinstance(formatter, FixedFormatter):
+                    formatter.seq = [_literal(str(label)) for label in formatter.seq]
+                elif isinstance(formatter, FuncFormatter):  # labels given with the ticks
+                    formatter.func = functools.partial(_literal_label, formatter.func)
+        return fig
+
+    return wrapped
 
 
 def diagnostic_quantities(
@@ -50,6 +92,7 @@ def diagnostic_quantities(
     return quantities
 
 
+@literal_text
 def plot_trace_rank(posterior: xr.DataTree, *, n_abilities: int = 4, seed: int = 0) -> Figure:
     """Trace (left) and rank histogram per chain (right) for key quantities."""
     quantities = diagnostic_quantities(posterior, n_abilities=n_abilities, seed=seed)
@@ -80,6 +123,7 @@ def plot_trace_rank(posterior: xr.DataTree, *, n_abilities: int = 4, seed: int =
     return fig
 
 
+@literal_text
 def plot_energy(posterior: xr.DataTree) -> Figure:
     """Marginal energy vs energy transition distributions (NUTS), with E-BFMI per chain."""
     stats = posterior["sample_stats"]
@@ -102,6 +146,7 @@ def plot_energy(posterior: xr.DataTree) -> Figure:
     return fig
 
 
+@literal_text
 def plot_ppc(scores: xr.Dataset, *, ci_prob: float = CI_PROB) -> Figure:
     """Observed vs predicted mean score per (LLM, group), one colour per group, with intervals."""
     predicted = scores["predicted"]
@@ -132,6 +177,7 @@ def plot_ppc(scores: xr.Dataset, *, ci_prob: float = CI_PROB) -> Figure:
     return fig
 
 
+@literal_text
 def plot_elbo(posterior: xr.DataTree) -> Figure:
     """ELBO per step for each restart (ADVI), smoothed over 50 steps."""
     elbo = posterior["elbo"]["elbo"]
@@ -152,6 +198,7 @@ def plot_elbo(posterior: xr.DataTree) -> Figure:
     return fig
 
 
+@literal_text
 def plot_restart_loadings(posterior: xr.DataTree, *, max_items: int = 2000, seed: int = 0) -> Figure:
     """Aligned mean loadings of every restart against restart 0, one panel per dimension."""
     loadings = restart_means(posterior, "loading")
@@ -174,6 +221,7 @@ def plot_restart_loadings(posterior: xr.DataTree, *, max_items: int = 2000, seed
     return fig
 
 
+@literal_text
 def plot_benchmark_heatmap(audit_table, *, title: str | None = None) -> Figure:
     """What each benchmark (or subgroup) measures: correlation heatmap with intervals in each cell.
 
@@ -189,7 +237,7 @@ def plot_benchmark_heatmap(audit_table, *, title: str | None = None) -> Figure:
     dims = list(dict.fromkeys(audit_table["dimension"]))
     indexed = audit_table.set_index(["group", "dimension"])
     mean = np.array([[indexed.loc[(g, d), "r_mean"] for d in dims] for g in groups])
-    fig, ax = plt.subplots(figsize=(2.2 + 2.0 * len(dims), 0.9 + 0.38 * len(groups)))
+    fig, ax = plt.subplots(figsize=(max(5.5, 2.2 + 2.0 * len(dims)), max(2.6, 1.2 + 0.38 * len(groups))))
     image = ax.imshow(mean, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
     for i, g in enumerate(groups):
         for j, d in enumerate(dims):
@@ -207,13 +255,14 @@ def plot_benchmark_heatmap(audit_table, *, title: str | None = None) -> Figure:
     ax.set_xticks(range(len(dims)), dims)
     ax.set_yticks(range(len(groups)), groups, fontsize=8)
     ax.xaxis.tick_top()
-    fig.colorbar(image, ax=ax, label="correlation: ability vs mean score", shrink=0.8)
+    fig.colorbar(image, ax=ax, label="r (ability, mean score)", shrink=0.8)
     ci_prob = audit_table.attrs.get("ci_prob", CI_PROB)
     ax.set_title(title or f"What each group measures (posterior mean, {ci_prob:.0%} interval)", fontsize=10)
     fig.tight_layout()
     return fig
 
 
+@literal_text
 def plot_item_loadings(
     posterior: xr.DataTree,
     benchmark: str,
@@ -258,6 +307,7 @@ def plot_item_loadings(
     return fig
 
 
+@literal_text
 def plot_ability_map(
     posterior: xr.DataTree, *, dims: tuple[int, int] = (0, 1), label_top: int = 8, ci_prob: float = CI_PROB
 ) -> Figure:
@@ -291,6 +341,7 @@ def plot_ability_map(
     return fig
 
 
+@literal_text
 def plot_group_forest(audit_table, *, dimension: str | None = None) -> Figure:
     """Forest plot of group (e.g. subgroup) correlations with one dimension, with intervals."""
     dims = list(dict.fromkeys(audit_table["dimension"]))
@@ -318,6 +369,7 @@ def plot_group_forest(audit_table, *, dimension: str | None = None) -> Figure:
     return fig
 
 
+@literal_text
 def plot_fidelity(table, *, target: str = "full_ability", metric: str = "spearman") -> Figure:
     """Fidelity versus kept fraction per selection method (from :func:`evaluate_subset`).
 
@@ -342,6 +394,7 @@ def plot_fidelity(table, *, target: str = "full_ability", metric: str = "spearma
     return fig
 
 
+@literal_text
 def plot_calibration(calibration, *, models: list[str] | None = None) -> Figure:
     """Reliability curves (from ``CrossValidation.calibration``); dot area ∝ number of cells."""
     fig, ax = plt.subplots(figsize=(5, 5))
@@ -358,6 +411,7 @@ def plot_calibration(calibration, *, models: list[str] | None = None) -> Figure:
     return fig
 
 
+@literal_text
 def plot_cv_by_dims(summary, *, metric: str = "log_loss") -> Figure:
     """Held-out ``metric`` versus n_dims with t-intervals, baselines as horizontal lines."""
     frame = summary.reset_index()
@@ -385,6 +439,7 @@ def plot_cv_by_dims(summary, *, metric: str = "log_loss") -> Figure:
     return fig
 
 
+@literal_text
 def plot_adaptive_error(errors) -> Figure:
     """Ability error versus items asked, adaptive vs random order.
 
@@ -405,6 +460,7 @@ def plot_adaptive_error(errors) -> Figure:
     return fig
 
 
+@literal_text
 def plot_item_curves(
     posterior: xr.DataTree,
     items: list[str] | np.ndarray,
@@ -477,6 +533,7 @@ def plot_item_curves(
     return fig
 
 
+@literal_text
 def plot_sbc(tree: xr.DataTree, *, prob: float = SBC_BAND_PROB, seed: int = 0) -> Figure:
     """Rank ECDFs of a simulation-based calibration run, one panel per kind of quantity.
 

@@ -22,6 +22,7 @@ from benchmirt_bayes.analyses.heldout import (
     CrossValidation,
     Scheme,
     baseline_predictions,
+    check_fold_count,
     fold_split,
     mirt_name,
     mirt_predictions,
@@ -189,6 +190,7 @@ def cross_validate(
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
     if folds < 2:
         raise ValueError(f"folds must be at least 2, got {folds}")
+    check_fold_count(responses, scheme, folds)
     if category is not None and category not in responses.item_coords:
         raise KeyError(f"unknown item coordinate {category!r}; available: {responses.item_coords}")
     dims = sorted({1, *(int(d) for d in n_dims)})
