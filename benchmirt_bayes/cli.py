@@ -260,6 +260,7 @@ def _add_data_args(parser: argparse.ArgumentParser) -> None:
         "--metric", nargs="+", default=None, help="per-sample metric: NAME, or TASK=NAME pairs"
     )
     group.add_argument("--filter", nargs="+", default=None, help="lm-eval filter: NAME, or TASK=NAME pairs")
+    group.add_argument("--split", default=None, help="HELM: the split to read (default test)")
     group.add_argument(
         "--response-type", nargs="+", default=None, help="TYPE for all items, or BENCHMARK=TYPE pairs"
     )
@@ -586,6 +587,7 @@ def _loader_options(args: argparse.Namespace) -> dict[str, Any]:
         "subgroup_col": args.subgroup_col,
         "metric": _pairs(args.metric, "--metric"),
         "filter": _pairs(args.filter, "--filter"),
+        "split": args.split,
         "response_type": _pairs(args.response_type, "--response-type"),
     }
 

@@ -156,3 +156,106 @@ def test_info_recognises_each_format(source, name, capsys):
     out = capsys.readouterr().out
     assert f"format: {name}" in out
     assert "LLMs" in out and "benchmark" in out
+
+
+def _helm_copy(tmp_path, edit):
+    """The HELM fixture with each run's per_instance_stats.json entries passed through ``edit``."""
+    import json
+
+    folder = tmp_path / "helm"
+    shutil.copytree(FIXTURES / "helm", folder)
+    for stats in folder.rglob("per_instance_stats.json"):
+        stats.write_text(json.dumps(edit(json.loads(stats.read_text()))))
+    return folder
+
+
+def _with_valid_instance(entries):
+    """One more unperturbed instance, in the 'valid' split, answered correctly."""
+    extra = {
+        "instance_id": "id99",
+        "train_trial_index": 0,
+        "stats": [{"name": {"name": "exact_match", "split": "valid"}, "count": 1, "sum": 1.0, "mean": 1.0}],
+    }
+    return [*entries, extra]
+
+
+def test_helm_never_pools_splits(tmp_path):
+    folder = _helm_copy(tmp_path, _with_valid_instance)
+    test = load_responses(folder)  # HELM reports the test split: the valid instance is not an item
+    assert test.n_items == 3 and not any(item.endswith("/id99") for item in test.items)
+    valid = load_responses(folder, split="valid")
+    assert list(valid.items) == ["mmlu:subject=anatomy,method=multiple_choice_joint/id99"]
+    with pytest.raises(ResponseDataError, match=r"2 run\(s\) have no 'train' instances.*\['test', 'valid'\]"):
+        load_responses(folder, split="train")
+    with pytest.raises(ValueError, match="split= chooses a HELM run's split"):
+        load_responses(FIXTURES / "opencompass", split="test")
+
+
+def test_helm_problems_are_one_line_per_kind_naming_every_run(tmp_path):
+    with pytest.raises(ResponseDataError) as info:
+        load_responses(FIXTURES / "helm", metric="f1")
+    assert len(info.value.problems) == 1  # one line for both runs, with the stats they do have
+    message = info.value.problems[0]
+    assert "in 2 run(s)" in message and "'exact_match'" in message and "'num_prompt_tokens'" in message
+
+    def null_mean(entries):  # F16: a stat with "mean": null; F15: an instance without the stat
+        first, second = [e for e in entries if not e.get("perturbation")][:2]
+        first["stats"][0]["mean"] = None
+        first["stats"][0].pop("sum", None)
+        second["stats"] = [s for s in second["stats"] if s["name"]["name"] != "exact_match"]
+        return entries
+
+    with pytest.raises(ResponseDataError) as info:
+        load_responses(_helm_copy(tmp_path, null_mean))
+    assert "without a value of the metric, in 2 run(s)" in str(info.value)
+    assert "(2 of 3)" in str(info.value)
+
+
+LFS_POINTER = (
+    "version https://git-lfs.github.com/spec/v1\n"
+    "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n"
+)
+
+
+@pytest.mark.parametrize(
+    "name", ["results.csv", "details.parquet", "responses.jsonl", "responses.json", "lm_eval"]
+)
+def test_git_lfs_pointers_are_named_with_what_to_run(tmp_path, name):
+    if name == "lm_eval":
+        source = tmp_path / "lm_eval"
+        shutil.copytree(FIXTURES / "lm_eval", source)
+        for samples in source.rglob("samples_gsm8k_*.jsonl"):
+            samples.write_text(LFS_POINTER)
+        expected = r"2 file\(s\) are Git LFS pointers"
+    else:
+        source = tmp_path / name
+        source.write_text(LFS_POINTER)
+        expected = r"1 file\(s\) are Git LFS pointers"
+    with pytest.raises(ResponseDataError, match=expected) as info:
+        load_responses(source, benchmark="B")
+    assert "git lfs pull" in str(info.value)
+
+
+def test_a_metric_or_filter_for_a_task_not_in_the_folder_is_named():
+    with pytest.raises(ResponseDataError, match=r"metric= names 'gsm8kk', not in this folder; its tasks"):
+        load_responses(
+            FIXTURES / "lm_eval",
+            metric={"mmlu_anatomy": "acc", "gsm8k": "exact_match", "gsm8kk": "acc", "ifeval": "x"},
+            filter={"gsm8k": "strict-match"},
+        )
+    with pytest.raises(ResponseDataError, match=r"filter= names 'gsm8k_cot'"):
+        load_responses(FIXTURES / "lm_eval", filter={"gsm8k_cot": "strict-match"})
+    with pytest.raises(ResponseDataError, match=r"metric= names 'mmlu_anatomy', not in this folder"):
+        load_responses(FIXTURES / "helm", metric={"mmlu": "exact_match", "mmlu_anatomy": "exact_match"})
+
+
+def test_a_metric_that_is_not_one_number_is_said_once_per_task_not_per_line():
+    with pytest.raises(ResponseDataError) as info:
+        load_responses(
+            FIXTURES / "lm_eval",
+            metric={"mmlu_anatomy": "acc", "gsm8k": "exact_match", "ifeval": "inst_level_strict_acc"},
+            filter={"gsm8k": "strict-match"},
+        )
+    problems = [p for p in info.value.problems if "inst_level_strict_acc" in p]
+    assert len(problems) == 1 and "in 2 file(s)" in problems[0]
+    assert "prompt_level_strict_acc" in problems[0]  # offered because the task logs it

@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from benchmirt_bayes.data.tables import refuse_git_lfs_pointers
 from benchmirt_bayes.errors import ResponseDataError, limit_listing
 
 LONG_COLUMNS = ["llm", "item", "correct"]
@@ -48,6 +49,44 @@ Reader = Callable[..., tuple[pd.DataFrame, pd.DataFrame | None]]
 
 def _task_setting(setting: str | Mapping[str, str] | None, task: str) -> str | None:
     return setting if setting is None or isinstance(setting, str) else setting.get(task)
+
+
+def _unknown_keys(setting: Any, what: str, known: Iterable[str]) -> list[str]:
+    """A mapping's keys that name no task (or benchmark) of the folder: one problem, listing the known."""
+    if not isinstance(setting, Mapping):
+        return []
+    known = sorted(set(map(str, known)))
+    unknown = [key for key in setting if str(key) not in known]
+    if not unknown:
+        return []
+    return [
+        f"{what}= names {limit_listing(unknown)}, not in this folder; its tasks: {limit_listing(known, 30)}"
+    ]
+
+
+class _GroupedProblems:
+    """Problems of one kind said once, with every file (and line) they concern."""
+
+    def __init__(self) -> None:
+        self._where: dict[str, dict[str, list[int]]] = {}
+
+    def add(self, kind: str, file: str, line: int | None = None) -> None:
+        lines = self._where.setdefault(kind, {}).setdefault(file, [])
+        if line is not None:
+            lines.append(line)
+
+    def lines(self) -> list[str]:
+        out = []
+        for kind, files in self._where.items():
+            places = [
+                f"{file} ({len(lines)} line(s): {limit_listing(lines, 3)})" if lines else file
+                for file, lines in files.items()
+            ]
+            out.append(
+                f"{kind}, in {len(files)} file(s): {'; '.join(places[:5])}"
+                + (" …" if len(places) > 5 else "")
+            )
+        return out
 
 
 def _scalar(value: Any) -> float | None:
@@ -119,6 +158,7 @@ def read_pyirt(path: str | Path, *, metric: Any = None, filter: Any = None) -> t
     path = Path(path)
     if not path.is_file():
         raise ResponseDataError([f"file not found: {path}"])
+    refuse_git_lfs_pointers([path], path)
     rows, problems, empty = [], [], []
     for number, record in _json_lines(path):
         if not isinstance(record, dict) or "subject_id" not in record or "responses" not in record:
@@ -180,13 +220,17 @@ def read_lm_eval(
     files = sorted(folder.rglob("samples_*.jsonl"))
     if not files:
         raise ResponseDataError([f"no samples_<task>_<date>.jsonl files under {folder}"])
+    refuse_git_lfs_pointers([*files, *folder.rglob("results*.json")], folder)
     newest: dict[tuple[Path, str], Path] = {}
     for file in files:
         match = _SAMPLES_FILE.match(file.name)
         task = match["task"] if match else file.stem.removeprefix("samples_")
         newest[(file.parent, task)] = file  # sorted: the last one has the latest date
     rows, problems, tasks = [], [], {}
+    grouped = _GroupedProblems()
     groups: dict[str, str] = {}
+    known_tasks = {task for _, task in newest}
+    problems += _unknown_keys(metric, "metric", known_tasks) + _unknown_keys(filter, "filter", known_tasks)
     for (model_dir, task), file in newest.items():
         model, group_of = _lm_eval_results(model_dir, folder)
         groups.update(group_of)
@@ -210,25 +254,27 @@ def read_lm_eval(
             if chosen is not None and record.get("filter") != chosen:
                 continue
             if "doc_id" not in record:
-                problems.append(f"{file.name} line {number}: no doc_id")
+                grouped.add("samples without doc_id", str(file.relative_to(folder)), number)
                 continue
+            scalars = sorted(k for k, v in record.items() if _scalar(v) is not None and k != "doc_id")
             if task_metric not in record:
-                scalars = sorted(k for k, v in record.items() if _scalar(v) is not None and k != "doc_id")
-                problems.append(
-                    f"{file.name} line {number}: no metric {task_metric!r} (per-sample numbers: {scalars})"
+                grouped.add(
+                    f"task {task!r} logs no metric {task_metric!r} (its per-sample numbers: {scalars})",
+                    file.name,
                 )
                 continue
             value = _scalar(record[task_metric])
             if value is None:
-                problems.append(
-                    f"{file.name} line {number}: metric {task_metric!r} is a "
-                    f"{type(record[task_metric]).__name__}, not one number per sample (choose a "
-                    "per-sample metric, e.g. prompt_level_strict_acc)"
+                grouped.add(
+                    f"task {task!r}: {task_metric!r} is a {type(record[task_metric]).__name__}, not one "
+                    f"number per sample (its per-sample numbers: {scalars})",
+                    str(file.relative_to(folder)),
                 )
                 continue
             item = f"{task}:{record['doc_id']}"
             rows.append((model, item, value))
             tasks[item] = task
+    problems += grouped.lines()
     if problems:
         problems.append("pass metric={task: metric} for folders that mix differently scored tasks")
         raise ResponseDataError(problems[:50], source=str(folder))
@@ -330,7 +376,10 @@ def read_oll_details(
         raise ResponseDataError(
             [f"no Open LLM Leaderboard details files (harness_* or *__leaderboard_*) in {source}"]
         )
+    refuse_git_lfs_pointers([f for f, _ in configs], source)
     rows, problems, meta = [], [], {}
+    known = {t for _, (v, _, t) in configs} | {_oll_benchmark(v, t)[0] for _, (v, _, t) in configs}
+    problems += _unknown_keys(metric, "metric", known)
     for file, (version, model, task) in configs:
         if model is None:
             problems.append(
@@ -383,22 +432,35 @@ def _oll_metric(table: pd.DataFrame, name: str) -> list[float] | str:
 
 # ---------------------------------------------------------------------- HELM
 def read_helm(
-    folder: str | Path, *, metric: str | Mapping[str, str] | None = None, filter: Any = None
+    folder: str | Path,
+    *,
+    metric: str | Mapping[str, str] | None = None,
+    filter: Any = None,
+    split: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """HELM run folders (``per_instance_stats.json`` beside ``run_spec.json``).
 
     The LLM is the run spec's ``adapter_spec.model``; items are
     ``<run name without model=…>/<instance_id>`` (the same scenario and adaptation across
     models); the benchmark is the run's first group (else the scenario name) and the
-    subgroup the run name without the model. Unperturbed instances only; the metric
-    (default ``exact_match``, or a mapping per benchmark) is each stat's ``mean``. Runs
-    with several train trials are errors (their trials disagree on what one item is).
+    subgroup the run name without the model. Unperturbed instances of one split only
+    (``split``, default ``"test"``, as HELM reports; a run without it names the splits it
+    has); the metric (default ``exact_match``, or a mapping per benchmark) is each stat's
+    ``mean``. Problems are gathered per kind, each naming every run it concerns: a metric
+    no instance has (with the stats the runs do have), instances of the split without the
+    metric or with no value, runs with several train trials.
     """
     folder = Path(folder)
     stats_files = sorted(folder.rglob("per_instance_stats.json"))
     if not stats_files:
         raise ResponseDataError([f"no per_instance_stats.json under {folder}"])
-    rows, problems, meta = [], [], {}
+    refuse_git_lfs_pointers([*stats_files, *folder.rglob("run_spec.json")], folder)
+    split = "test" if split is None else str(split)
+    rows, meta, problems = [], {}, []
+    without_metric: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    without_split: dict[tuple[str, ...], list[str]] = {}
+    incomplete: list[str] = []
+    benchmarks: set[str] = set()
     for stats_file in stats_files:
         run = stats_file.parent
         spec_file = run / "run_spec.json"
@@ -414,42 +476,76 @@ def read_helm(
         scenario = _without_model(str(spec.get("name", run.name)))
         groups = spec.get("groups") or []
         benchmark = str(groups[0]) if groups else scenario.split(":")[0]
+        benchmarks.add(benchmark)
         name = _task_setting(metric, benchmark) or ("exact_match" if metric is None else None)
         if name is None:
             problems.append(f"{run.name}: benchmark {benchmark!r} has no entry in the metric mapping")
             continue
-        entries = _json_file(stats_file)
+        entries = [e for e in _json_file(stats_file) if not e.get("perturbation")]
         trials = sorted({int(e.get("train_trial_index", 0)) for e in entries})
         if len(trials) > 1:
             problems.append(f"{run.name}: {len(trials)} train trials {trials}; evaluate with one trial")
             continue
-        found = 0
+        chosen, stat_names, splits = [], set(), set()
         for entry in entries:
-            if entry.get("perturbation"):
+            stats = [st for st in entry.get("stats", []) if not st.get("name", {}).get("perturbation")]
+            stat_names.update(str(st.get("name", {}).get("name")) for st in stats)
+            entry_splits = {st.get("name", {}).get("split") for st in stats} - {None}
+            splits.update(entry_splits)
+            if entry_splits and split not in entry_splits:
                 continue
-            value = next(
-                (
-                    s
-                    for s in entry.get("stats", [])
-                    if s.get("name", {}).get("name") == name and not s["name"].get("perturbation")
-                ),
-                None,
-            )
-            if value is None:
+            value = next((st for st in stats if st.get("name", {}).get("name") == name), None)
+            chosen.append((entry, value))
+        if name not in stat_names:
+            without_metric.setdefault((name, tuple(sorted(stat_names))), []).append(run.name)
+            continue
+        if not chosen:
+            without_split.setdefault(tuple(sorted(map(str, splits))), []).append(run.name)
+            continue
+        missing = 0
+        for entry, value in chosen:
+            mean = _stat_mean(value)
+            if mean is None:
+                missing += 1
                 continue
-            mean = value.get("mean", value.get("sum", np.nan) / max(value.get("count", 1), 1))
             item = f"{scenario}/{entry['instance_id']}"
-            rows.append((str(model), item, float(mean)))
+            rows.append((str(model), item, mean))
             meta[item] = (benchmark, scenario)
-            found += 1
-        if not found:
-            problems.append(f"{run.name}: no unperturbed instance has the stat {name!r}")
+        if missing:
+            incomplete.append(f"{run.name} ({missing} of {len(chosen)})")
+    for (name, available), runs in without_metric.items():
+        problems.append(
+            f"no unperturbed instance has the stat {name!r} in {len(runs)} run(s) "
+            f"({limit_listing(runs, 5)}); their stats: {limit_listing(available, 30)}; pass metric="
+        )
+    for found, runs in without_split.items():
+        problems.append(
+            f"{len(runs)} run(s) have no {split!r} instances ({limit_listing(runs, 5)}); their splits: "
+            f"{list(found)}; pass split="
+        )
+    problems += _unknown_keys(metric, "metric", benchmarks)
+    if incomplete:
+        problems.append(
+            f"instances of the {split!r} split without a value of the metric, in {len(incomplete)} "
+            f"run(s): {limit_listing(incomplete, 5)}; choose a metric every instance has"
+        )
     if problems:
         raise ResponseDataError(problems[:50], source=str(folder))
     metadata = pd.DataFrame(
         [(item, b, s) for item, (b, s) in meta.items()], columns=["item", "benchmark", "subgroup"]
     )
     return pd.DataFrame(rows, columns=LONG_COLUMNS), metadata
+
+
+def _stat_mean(stat: Mapping[str, Any] | None) -> float | None:
+    """A HELM stat's mean (else ``sum / count``); ``None`` when the stat is absent or has no number."""
+    if stat is None:
+        return None
+    mean = _scalar(stat.get("mean"))
+    if mean is None:
+        total, count = _scalar(stat.get("sum")), _scalar(stat.get("count"))
+        mean = total / count if total is not None and count else None
+    return None if mean is None or not np.isfinite(mean) else mean
 
 
 def _without_model(run_name: str) -> str:
@@ -477,6 +573,7 @@ def read_opencompass(
     files = sorted(p for p in folder.rglob("*.json") if p.parent.parent.name == "results")
     if not files:
         raise ResponseDataError([f"no results/<model>/<dataset>.json under {folder}"])
+    refuse_git_lfs_pointers(files, folder)
     newest: dict[tuple[str, str], Path] = {}
     for file in files:
         newest[(file.parent.name, file.stem)] = file

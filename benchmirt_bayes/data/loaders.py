@@ -20,7 +20,14 @@ import xarray as xr
 
 from benchmirt_bayes.data import harness_formats
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix, value_problems
-from benchmirt_bayes.data.tables import TableLike, looks_numeric, numeric_values, read_table, text_ids
+from benchmirt_bayes.data.tables import (
+    TableLike,
+    looks_numeric,
+    numeric_values,
+    read_table,
+    refuse_git_lfs_pointers,
+    text_ids,
+)
 from benchmirt_bayes.errors import ResponseDataError, limit_listing
 from benchmirt_bayes.response_types import DEFAULT_TYPE
 
@@ -66,6 +73,7 @@ def load_responses(
     metadata_columns: tuple[str, ...] | None = None,
     metric: str | Mapping[str, str] | None = None,
     filter: str | Mapping[str, str] | None = None,
+    split: str | None = None,
     binarize: float | None = None,
     response_type: str | Mapping[str, str] | None = None,
 ) -> ResponseMatrix:
@@ -115,6 +123,9 @@ def load_responses(
     filter
         ``lm_eval``: the filter whose rows to read (``strict-match``, ...) for tasks that
         log several; a mapping task → filter works too.
+    split
+        ``helm``: the split whose instances to read (default ``"test"``, the one HELM
+        reports; ``"valid"`` for the others). Splits are never pooled.
     binarize
         Threshold for continuous scores: ``score >= binarize`` becomes 1 (only when asked:
         scores are otherwise kept as they are).
@@ -166,9 +177,14 @@ def load_responses(
     meta = None if item_metadata is None else read_table(item_metadata)
     if format == "auto":
         format = detect_format(source)
+    if split is not None and format != "helm":
+        raise ValueError(f"split= chooses a HELM run's split; {label} is read as {format!r}")
     common = {"benchmark": benchmark, "subgroup_col": subgroup_col, "binarize": binarize}
     if format in harness_formats.READERS:
-        long, found_meta = harness_formats.READERS[format](source, metric=metric, filter=filter)
+        options = {"metric": metric, "filter": filter}
+        if split is not None:
+            options["split"] = split
+        long, found_meta = harness_formats.READERS[format](source, **options)
         matrix = from_long_frame(
             long,
             meta if meta is not None else found_meta,
@@ -236,6 +252,7 @@ PYIRT_SUFFIXES = (".jsonl", ".jsonlines")
 
 def _json_file_format(path: Path) -> str:
     """``"pyirt"`` for py-irt lines saved as ``.json``; any other JSON document is refused by name."""
+    refuse_git_lfs_pointers([path], path)
     with path.open("rb") as handle:
         first = handle.readline(1 << 20).strip()
     if first.startswith(b"{") and b'"subject_id"' in first:

@@ -27,6 +27,8 @@ BOOLEAN_TOKENS = {"True": 1.0, "true": 1.0, "TRUE": 1.0, "False": 0.0, "false": 
 DELIMITERS = (",", ";", "\t", "|")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".gz")
+GIT_LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+"""How a Git LFS pointer file begins (what a repository holds until ``git lfs pull``)."""
 UNNAMED_INDEX = "Unnamed: 0"
 """The name of an unnamed first column (as pandas names the index that ``to_csv`` writes)."""
 
@@ -68,7 +70,29 @@ def read_table(source: TableLike) -> pd.DataFrame:
     return table
 
 
+def refuse_git_lfs_pointers(paths: Iterable[Path], source: str | Path) -> None:
+    """One error naming every file that is a Git LFS pointer, not the file it stands for."""
+    pointers = []
+    for path in paths:
+        try:
+            with Path(path).open("rb") as handle:
+                if handle.read(len(GIT_LFS_POINTER)) == GIT_LFS_POINTER:
+                    pointers.append(Path(path).name)
+        except OSError:
+            continue
+    if pointers:
+        raise ResponseDataError(
+            [
+                f"{len(pointers)} file(s) are Git LFS pointers, not the results they stand for: "
+                f"{limit_listing(pointers, 5)}; run `git lfs pull` in their repository (or download "
+                "the files themselves)"
+            ],
+            source=str(source),
+        )
+
+
 def _read_parquet(path: Path) -> pd.DataFrame:
+    refuse_git_lfs_pointers([path], path)
     try:
         table = pd.read_parquet(path)
     except Exception as exc:
@@ -84,6 +108,7 @@ def _read_parquet(path: Path) -> pd.DataFrame:
 
 
 def _read_text_table(path: Path) -> pd.DataFrame:
+    refuse_git_lfs_pointers([path], path)
     try:
         raw = path.read_bytes()
         if raw[:2] == b"\x1f\x8b":
