@@ -260,7 +260,7 @@ def read_lm_eval(
             if task_metric not in record:
                 grouped.add(
                     f"task {task!r} logs no metric {task_metric!r} (its per-sample numbers: {scalars})",
-                    file.name,
+                    str(file.relative_to(folder)),
                 )
                 continue
             value = _scalar(record[task_metric])
