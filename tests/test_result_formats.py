@@ -259,3 +259,23 @@ def test_a_metric_that_is_not_one_number_is_said_once_per_task_not_per_line():
     problems = [p for p in info.value.problems if "inst_level_strict_acc" in p]
     assert len(problems) == 1 and "in 2 file(s)" in problems[0]
     assert "prompt_level_strict_acc" in problems[0]  # offered because the task logs it
+
+
+def test_lm_eval_0_4_0_array_logs_equal_their_own_results_json():
+    import json
+
+    folder = FIXTURES / "lm_eval_0.4.0"
+    assert detect_format(folder) == "lm_eval"
+    with pytest.raises(ResponseDataError, match=r"once per filter \['strict-match', 'flexible-extract'\]"):
+        load_responses(folder, metric={"arc_easy": "acc", "gsm8k": "exact_match"})
+    for chosen in ("strict-match", "flexible-extract"):
+        m = load_responses(
+            folder, metric={"arc_easy": "acc", "gsm8k": "exact_match"}, filter={"gsm8k": chosen}
+        )
+        assert set(m.llms) == {"EleutherAI/pythia-160m", "Qwen/Qwen2-0.5B"}  # pretrained= of model_args
+        for results_file in folder.rglob("results.json"):
+            results = json.loads(results_file.read_text())
+            args = dict(p.split("=") for p in results["config"]["model_args"].split(","))
+            means = m.data.sel(llm=args["pretrained"]).to_series().groupby(m.data["subgroup"].values).mean()
+            assert means["arc_easy"] == pytest.approx(results["results"]["arc_easy"]["acc,none"])
+            assert means["gsm8k"] == pytest.approx(results["results"]["gsm8k"][f"exact_match,{chosen}"])

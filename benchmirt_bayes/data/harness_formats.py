@@ -31,9 +31,11 @@ the file and line.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -205,40 +207,46 @@ def read_lm_eval(
     metric: str | Mapping[str, str] | None = None,
     filter: str | Mapping[str, str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """lm-evaluation-harness per-sample logs (``--log_samples``).
+    """lm-evaluation-harness per-sample logs (``--log_samples``), of every version since 0.4.0.
 
-    One folder per model under ``folder``, each with ``samples_<task>_<date>.jsonl`` and
-    ``results_<date>.json``. The LLM is the results file's ``model_name`` (else the folder
-    name); items are ``<task>:<doc_id>``; the benchmark is the task's top-level group in
+    From 0.4.3 on: one folder per model under ``folder``, each with
+    ``samples_<task>_<date>.jsonl`` (one sample per line) and ``results_<date>.json``; the LLM
+    is the results file's ``model_name`` (else the folder name) and the newest log per model
+    and task is read. 0.4.0–0.4.2 wrote ``results.json`` beside ``<model_args>_<task>.jsonl``
+    (``/`` and ``=`` in the model arguments as ``__``) holding one JSON array; the LLM is the
+    ``pretrained=`` (else ``model=`` or ``path=``) model argument, and a task logged once per
+    filter is told apart by the order of its config's ``filter_list``, as those versions wrote it.
+
+    Items are ``<task>:<doc_id>``; the benchmark is the task's top-level group in
     ``group_subtasks`` (``mmlu`` for ``mmlu_anatomy``), else the task, and the subgroup is
-    the task. The newest log per model and task is read. ``metric`` (default ``acc``) and
-    ``filter`` may be mappings per task; a task that logs several filters needs ``filter``.
+    the task. ``metric`` (default ``acc``) and ``filter`` may be mappings per task; a task
+    that logs several filters needs ``filter``.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise ResponseDataError([f"folder not found: {folder}"])
-    files = sorted(folder.rglob("samples_*.jsonl"))
-    if not files:
-        raise ResponseDataError([f"no samples_<task>_<date>.jsonl files under {folder}"])
-    refuse_git_lfs_pointers([*files, *folder.rglob("results*.json")], folder)
-    newest: dict[tuple[Path, str], Path] = {}
-    for file in files:
-        match = _SAMPLES_FILE.match(file.name)
-        task = match["task"] if match else file.stem.removeprefix("samples_")
-        newest[(file.parent, task)] = file  # sorted: the last one has the latest date
+    logs = _sample_logs(folder) or _array_logs(folder)
+    if not logs:
+        raise ResponseDataError(
+            [
+                f"no lm-evaluation-harness sample logs under {folder}: samples_<task>_<date>.jsonl "
+                "(0.4.3 and later) or results.json beside <model_args>_<task>.jsonl (0.4.0-0.4.2)"
+            ]
+        )
     rows, problems, tasks = [], [], {}
     grouped = _GroupedProblems()
     groups: dict[str, str] = {}
-    known_tasks = {task for _, task in newest}
+    known_tasks = {log.task for log in logs}
     problems += _unknown_keys(metric, "metric", known_tasks) + _unknown_keys(filter, "filter", known_tasks)
-    for (model_dir, task), file in newest.items():
-        model, group_of = _lm_eval_results(model_dir, folder)
-        groups.update(group_of)
+    for log in logs:
+        groups.update(log.groups)
+        file, task = log.file, log.task
+        where = str(file.relative_to(folder))
         task_metric = _task_setting(metric, task) or ("acc" if metric is None else None)
         if task_metric is None:
             problems.append(f"task {task!r} has no entry in the metric mapping")
             continue
-        records = _json_lines(file)
+        records = log.records()
         filters = list(dict.fromkeys(r.get("filter") for _, r in records if isinstance(r, dict)))
         chosen = _task_setting(filter, task)
         if chosen is None and len(filters) > 1:
@@ -254,13 +262,12 @@ def read_lm_eval(
             if chosen is not None and record.get("filter") != chosen:
                 continue
             if "doc_id" not in record:
-                grouped.add("samples without doc_id", str(file.relative_to(folder)), number)
+                grouped.add("samples without doc_id", where, number)
                 continue
             scalars = sorted(k for k, v in record.items() if _scalar(v) is not None and k != "doc_id")
             if task_metric not in record:
                 grouped.add(
-                    f"task {task!r} logs no metric {task_metric!r} (its per-sample numbers: {scalars})",
-                    str(file.relative_to(folder)),
+                    f"task {task!r} logs no metric {task_metric!r} (its per-sample numbers: {scalars})", where
                 )
                 continue
             value = _scalar(record[task_metric])
@@ -268,11 +275,11 @@ def read_lm_eval(
                 grouped.add(
                     f"task {task!r}: {task_metric!r} is a {type(record[task_metric]).__name__}, not one "
                     f"number per sample (its per-sample numbers: {scalars})",
-                    str(file.relative_to(folder)),
+                    where,
                 )
                 continue
             item = f"{task}:{record['doc_id']}"
-            rows.append((model, item, value))
+            rows.append((log.model, item, value))
             tasks[item] = task
     problems += grouped.lines()
     if problems:
@@ -286,6 +293,90 @@ def read_lm_eval(
         }
     )
     return pd.DataFrame(rows, columns=LONG_COLUMNS), meta
+
+
+@dataclass(frozen=True)
+class _SampleLog:
+    """One model's per-sample log of one task, however the harness's version wrote it."""
+
+    model: str
+    task: str
+    file: Path
+    groups: dict[str, str]
+    records: Callable[[], list[tuple[int, Any]]]
+
+
+def _sample_logs(folder: Path) -> list[_SampleLog]:
+    """0.4.3 and later: the newest ``samples_<task>_<date>.jsonl`` per model folder and task."""
+    files = sorted(folder.rglob("samples_*.jsonl"))
+    refuse_git_lfs_pointers([*files, *folder.rglob("results*.json")], folder)
+    newest: dict[tuple[Path, str], Path] = {}
+    for file in files:
+        match = _SAMPLES_FILE.match(file.name)
+        task = match["task"] if match else file.stem.removeprefix("samples_")
+        newest[(file.parent, task)] = file  # sorted: the last one has the latest date
+    logs = []
+    for (model_dir, task), file in newest.items():
+        model, groups = _lm_eval_results(model_dir, folder)
+        logs.append(_SampleLog(model, task, file, groups, functools.partial(_json_lines, file)))
+    return logs
+
+
+def _array_logs(folder: Path) -> list[_SampleLog]:
+    """0.4.0-0.4.2: ``results.json`` beside ``<model_args>_<task>.jsonl`` arrays."""
+    results_files = sorted(folder.rglob("results.json"))
+    refuse_git_lfs_pointers(results_files, folder)
+    logs = []
+    for results_file in results_files:
+        results = _json_file(results_file)
+        config = results.get("config") if isinstance(results, dict) else None
+        if not isinstance(config, dict) or "model_args" not in config:
+            continue
+        model_args = str(config["model_args"] or "")
+        prefix = re.sub("/|=", "__", model_args)
+        arguments = dict(part.partition("=")[::2] for part in model_args.split(",") if "=" in part)
+        model = next((arguments[k] for k in ("pretrained", "model", "path") if arguments.get(k)), None)
+        model = model or model_args or str(config.get("model") or results_file.parent.name)
+        groups = {
+            str(m): str(g) for g, members in (results.get("group_subtasks") or {}).items() for m in members
+        }
+        for task, task_config in (results.get("configs") or {}).items():
+            file = results_file.parent / f"{prefix}_{task}.jsonl"
+            if file.is_file():
+                refuse_git_lfs_pointers([file], folder)
+                names = [
+                    f.get("name") for f in (task_config or {}).get("filter_list") or [] if isinstance(f, dict)
+                ]
+                reader = functools.partial(_array_records, file, names)
+                logs.append(_SampleLog(model, str(task), file, groups, reader))
+    return logs
+
+
+def _array_records(file: Path, filter_names: list[str]) -> list[tuple[int, Any]]:
+    """An array log's samples (numbered from 1), each labelled with its filter where docs repeat."""
+    samples = _json_file(file)
+    if not isinstance(samples, list):
+        raise ResponseDataError([f"{file.name}: expected a JSON array of samples"], source=str(file))
+    records = [(number, sample) for number, sample in enumerate(samples, start=1) if isinstance(sample, dict)]
+    seen: dict[Any, int] = {}
+    repeats = []
+    for _, sample in records:
+        key = json.dumps(sample.get("doc_id"))
+        seen[key] = seen.get(key, 0) + 1
+        repeats.append(seen[key] - 1)
+    times = max(seen.values(), default=1)
+    if times > 1:
+        if len(filter_names) != times:
+            raise ResponseDataError(
+                [
+                    f"{file.name}: each doc is logged {times} times but the task's config names "
+                    f"{len(filter_names)} filter(s) {filter_names}; the samples cannot be told apart"
+                ],
+                source=str(file),
+            )
+        for (_, sample), k in zip(records, repeats, strict=True):
+            sample.setdefault("filter", filter_names[k])
+    return records
 
 
 def _lm_eval_results(model_dir: Path, root: Path) -> tuple[str, dict[str, str]]:
@@ -630,6 +721,8 @@ def detect_folder(path: Path) -> str | None:
     """Which evaluation tool wrote the results under ``path`` (``None``: none recognised)."""
     if next(path.rglob("samples_*.jsonl"), None) is not None:
         return "lm_eval"
+    if any(next(r.parent.glob("*.jsonl"), None) is not None for r in path.rglob("results.json")):
+        return "lm_eval"  # 0.4.0-0.4.2
     if next(path.rglob("per_instance_stats.json"), None) is not None:
         return "helm"
     if any(p.parent.parent.name == "results" for p in path.rglob("*.json")):
