@@ -279,3 +279,45 @@ def test_lm_eval_0_4_0_array_logs_equal_their_own_results_json():
             means = m.data.sel(llm=args["pretrained"]).to_series().groupby(m.data["subgroup"].values).mean()
             assert means["arc_easy"] == pytest.approx(results["results"]["arc_easy"]["acc,none"])
             assert means["gsm8k"] == pytest.approx(results["results"]["gsm8k"][f"exact_match,{chosen}"])
+
+
+def test_details_as_downloaded_and_as_lighteval_writes_them(tmp_path):
+    def harness(values):
+        return pd.DataFrame(
+            {
+                "full_prompt": ["Question: ..."] * len(values),
+                "predictions": [[-1.0, -2.0]] * len(values),
+                "metrics": [{"acc": v, "acc_norm": v} for v in values],
+            }
+        )
+
+    model = tmp_path / "details_01-ai__Yi-34B"
+    old, new = "2023-08-22T09-05-23.035851", "2023-09-03T13-39-55.123456"
+    _write_parquet(model / old / f"details_harness|arc:challenge|25_{old}.parquet", harness([0.0, 0.0]))
+    _write_parquet(model / new / f"details_harness|arc:challenge|25_{new}.parquet", harness([1.0, 0.0]))
+    _write_parquet(
+        model / new / f"details_harness|hendrycksTest-anatomy|5_{new}.parquet", harness([1.0, 1.0, 0.0])
+    )
+    lighteval = pd.DataFrame(
+        {
+            "doc": [{"query": "Q1"}, {"query": "Q2"}],
+            "model_response": [{"text": ["4"]}, {"text": ["7"]}],
+            "metric": [{"em": 1.0, "acc": 1.0}, {"em": 0.0, "acc": 0.0}],
+        }
+    )
+    stamp = "2025-01-10T10-00-00.000000"
+    _write_parquet(
+        tmp_path / "details" / "Qwen" / "Qwen2-0.5B" / stamp / f"details_lighteval|gsm8k|5_{stamp}.parquet",
+        lighteval,
+    )
+    assert detect_format(tmp_path) == "oll_details"
+    m = load_responses(tmp_path)
+    assert set(m.llms) == {"01-ai/Yi-34B", "Qwen/Qwen2-0.5B"}
+    bench = m.data["benchmark"].to_series()
+    assert bench["arc:challenge:0"] == "arc" and bench["hendrycksTest-anatomy:2"] == "mmlu"
+    assert m.data.sel(llm="01-ai/Yi-34B", item="arc:challenge:0").item() == 1  # the newer run
+    assert m.data.sel(llm="Qwen/Qwen2-0.5B", item="gsm8k:1").item() == 0  # lighteval's metric column
+    with pytest.raises(
+        ResponseDataError, match=r"metrics: \['acc', 'acc_norm', 'em'\]|metrics: \['acc', 'em'\]"
+    ):
+        load_responses(tmp_path, metric="pqem")

@@ -406,6 +406,8 @@ def _top_group(task: str, parent: dict[str, str]) -> str:
 _V2_CONFIG = re.compile(r"^(?P<model>.+?__.+?)__leaderboard_(?P<task>[A-Za-z0-9_]+)$")
 _V1_CONFIG = re.compile(r"^harness_(?P<task>.+)_(?P<shots>\d+)$")
 _V1_MODEL = re.compile(r"^(?:details_)?(?P<model>[^/]+?__[^/]+?)$")
+_DETAILS_FILE = re.compile(r"^details_(?P<suite>[^|]+)\|(?P<task>[^|]+)\|(?P<shots>\d+)_(?P<date>.+)$")
+"""A details file as downloaded or as lighteval writes it: ``details_<suite>|<task>|<shots>_<date>``."""
 V2_FAMILIES = ("mmlu_pro", "bbh", "gpqa", "math", "musr", "ifeval")
 V2_METRICS = {
     "bbh": "acc_norm",
@@ -419,7 +421,21 @@ V2_METRICS = {
 
 
 def oll_config(path: Path) -> tuple[str, str | None, str] | None:
-    """``(version, model, task)`` from an Open LLM Leaderboard details file's path, or ``None``."""
+    """``(version, model, task)`` from an Open LLM Leaderboard details file's path, or ``None``.
+
+    The version is ``v2`` (``<org>__<model>__leaderboard_<task>`` configs), ``v1``
+    (``harness_<task>_<shots>`` configs, or ``details_harness|<task>|<shots>_<date>`` files as
+    the leaderboard's details repositories hold them, under ``details_<org>__<model>``) or
+    ``lighteval`` (``details_<suite>|<task>|<shots>_<date>`` files under
+    ``details/<org>/<model>/<timestamp>/``, as lighteval's ``--save-details`` writes them).
+    """
+    if match := _DETAILS_FILE.match(path.stem):
+        version = "v1" if match["suite"] == "harness" else "lighteval"
+        model = next((m["model"] for p in path.parents if (m := _V1_MODEL.match(p.name))), None)
+        parents = path.parents
+        if model is None and len(parents) > 3 and parents[3].name == "details":
+            model = f"{parents[2].name}__{parents[1].name}"
+        return version, model, match["task"]
     for part in (path.stem, *(p.name for p in path.parents)):
         if match := _V2_CONFIG.match(part):
             return "v2", match["model"], match["task"]
@@ -441,9 +457,10 @@ def _oll_benchmark(version: str, task: str) -> tuple[str, str]:
     if version == "v2":
         family = next((f for f in V2_FAMILIES if task == f or task.startswith(f + "_")), task)
         return family, task
-    if task.startswith("hendrycksTest_"):
-        return "mmlu", task.removeprefix("hendrycksTest_")
-    return task, task
+    for prefix in ("hendrycksTest_", "hendrycksTest-"):
+        if task.startswith(prefix):
+            return "mmlu", task.removeprefix(prefix)
+    return task.split(":")[0], task  # arc:challenge, truthfulqa:mc, mmlu:anatomy
 
 
 def read_oll_details(
@@ -461,8 +478,11 @@ def read_oll_details(
     """
     source = Path(source)
     files = [source] if source.is_file() else sorted(source.rglob("*.parquet"))
-    configs = [(f, oll_config(f)) for f in files]
-    configs = [(f, c) for f, c in configs if c is not None]
+    newest = {}
+    for file in files:  # sorted: a rerun's file (a later date in its name) comes last
+        if (config := oll_config(file)) is not None:
+            newest[config if _DETAILS_FILE.match(file.stem) else (config, file)] = (file, config)
+    configs = list(newest.values())
     if not configs:
         raise ResponseDataError(
             [f"no Open LLM Leaderboard details files (harness_* or *__leaderboard_*) in {source}"]
@@ -508,12 +528,13 @@ def read_oll_details(
 
 def _oll_metric(table: pd.DataFrame, name: str) -> list[float] | str:
     """The metric's values, or a sentence saying why they cannot be read."""
+    structs = [c for c in ("metrics", "metric") if c in table.columns]  # harness, lighteval
     if name in table.columns:
         column = table[name]
-    elif "metrics" in table.columns and all(isinstance(v, dict) and name in v for v in table["metrics"]):
-        column = table["metrics"].map(lambda v: v[name])
+    elif found := [c for c in structs if all(isinstance(v, dict) and name in v for v in table[c])]:
+        column = table[found[0]].map(lambda v: v[name])
     else:
-        nested = sorted({k for v in table.get("metrics", []) if isinstance(v, dict) for k in v})
+        nested = sorted({k for c in structs for v in table[c] if isinstance(v, dict) for k in v})
         return f"no metric {name!r} (columns: {list(table.columns)[:20]}; metrics: {nested})"
     values = [_scalar(v.item() if hasattr(v, "item") else v) for v in column]
     if any(v is None for v in values):
