@@ -83,6 +83,13 @@ BENCHMARKS = (
         (),
     ),
     Benchmark(
+        "read_speed",
+        "Reading result tables: load_responses against pandas.read_csv",
+        "read_speed.py",
+        ("--sizes", "316", "--repeats", "1"),
+        (),
+    ),
+    Benchmark(
         "continuous_vs_rounded",
         "StrongREJECT kept continuous vs rounded to 0/1",
         "continuous_vs_rounded.py",

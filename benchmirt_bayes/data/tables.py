@@ -208,24 +208,46 @@ def text_ids(values: Iterable[object], what: str) -> tuple[np.ndarray, list[str]
 
 
 def numeric_values(frame: pd.DataFrame) -> tuple[np.ndarray, list[tuple[int, int]]]:
-    """Score cells as floats; also the (row, column) positions of cells that are not numbers."""
-    columns, bad = [], []
-    for c, name in enumerate(frame.columns):
-        column = frame[name]
+    """Score cells as floats; also the (row, column) positions of cells that are not numbers.
+
+    Text cells are parsed all at once (a table of 10⁶ cells in about a second): stripped of
+    spaces, :data:`MISSING_TOKENS` missing, :data:`BOOLEAN_TOKENS` 1/0, anything else a number.
+    """
+    values = np.empty(frame.shape, dtype=float)
+    text_columns = []
+    for c in range(frame.shape[1]):
+        column = frame.iloc[:, c]
         if column.dtype == object or pd.api.types.is_string_dtype(column):
-            as_text = column.map(lambda v: v.strip() if isinstance(v, str) else v)
-            as_text = as_text.map(lambda v: BOOLEAN_TOKENS.get(v, v) if isinstance(v, str) else v)
-            missing = as_text.map(lambda v: v is None or (isinstance(v, str) and v in MISSING_TOKENS))
-            parsed = pd.to_numeric(as_text.where(~missing, np.nan), errors="coerce")
-            failed = parsed.isna() & ~missing & as_text.notna()
-            bad.extend((int(r), c) for r in np.flatnonzero(failed.to_numpy()))
+            text_columns.append(c)
         elif pd.api.types.is_bool_dtype(column):
-            parsed = column.astype(float)
+            values[:, c] = column.astype(float).to_numpy()
         else:
-            parsed = pd.to_numeric(column, errors="coerce")
-        columns.append(parsed.to_numpy(dtype=float))
-    values = np.column_stack(columns) if columns else np.empty((len(frame), 0))
-    return values, bad
+            values[:, c] = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+    if not text_columns:
+        return values, []
+    cells = frame.iloc[:, text_columns].to_numpy(dtype=object)
+    parsed, failed = _parse_cells(cells.ravel(order="F"))
+    values[:, text_columns] = parsed.reshape(cells.shape, order="F")
+    columns, rows = np.nonzero(failed.reshape(cells.shape, order="F").T)
+    return values, [(int(r), text_columns[c]) for c, r in zip(columns, rows, strict=True)]
+
+
+def _parse_cells(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Floats of a flat object array of cells, and the mask of cells that are not numbers."""
+    try:  # every cell a number already ("nan" among them is missing either way)
+        return cells.astype(float), np.zeros(cells.size, dtype=bool)
+    except (TypeError, ValueError):
+        pass
+    series = pd.Series(cells, dtype=object)
+    absent = series.isna().to_numpy()
+    text = series.astype("string").str.strip()
+    missing = absent | text.isin(MISSING_TOKENS).to_numpy(dtype=bool, na_value=False)
+    boolean = text.map(BOOLEAN_TOKENS).to_numpy(dtype=float, na_value=np.nan)
+    is_boolean = ~np.isnan(boolean)
+    numbers = pd.to_numeric(text.where(~(missing | is_boolean)), errors="coerce")
+    parsed = np.where(is_boolean, boolean, numbers.to_numpy(dtype=float, na_value=np.nan))
+    parsed[missing] = np.nan
+    return parsed, np.isnan(parsed) & ~missing
 
 
 def looks_numeric(values: Iterable[object]) -> bool:
