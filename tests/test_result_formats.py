@@ -319,3 +319,32 @@ def test_details_as_downloaded_and_as_lighteval_writes_them(tmp_path):
     assert m.data.sel(llm="Qwen/Qwen2-0.5B", item="gsm8k:1").item() == 0  # lighteval's metric column
     with pytest.raises(ResponseDataError, match=r"no metric 'pqem'.*'em'"):
         load_responses(tmp_path, metric="pqem")
+
+
+def test_inspect_logs_as_published_equal_their_own_accuracy():
+    """Real Inspect AI logs (.eval archives and a .json log) from inspect_ai's own test data."""
+    import json
+    import zipfile
+
+    folder = FIXTURES / "inspect"
+    assert detect_format(folder) == "inspect"
+    m = load_responses(folder)
+    assert set(m.llms) == {"openai/gpt-4o-mini", "ollama/gemma3", "openai/gpt-4o"}
+    assert set(m.benchmark_names) == {"popularity", "mmlu_0_shot"}
+    logs = [json.loads((folder / "2025-05-12T20-28-13-04-00_popularity.json").read_text())]
+    for name in ("log_read_sample.eval", "mmlu-summary-choices.eval"):
+        with zipfile.ZipFile(folder / name) as archive:
+            logs.append(json.loads(archive.read("header.json")))
+    for log in logs:  # each log's own accuracy is the mean of its items
+        task = log["eval"].get("task_display_name") or log["eval"]["task"].split("/")[-1]
+        accuracy = log["results"]["scores"][0]["metrics"]["accuracy"]["value"]
+        row = m.data.sel(llm=log["eval"]["model"]).to_series()
+        assert row[[i for i in row.index if i.startswith(f"{task}:")]].mean() == pytest.approx(accuracy)
+    one = load_responses(folder / "mmlu-summary-choices.eval")  # a single archive
+    assert one.n_observed == 1 and one.values[0, 0] == 0  # scored "I"
+    with pytest.raises(ResponseDataError, match=r"metric= names 'popularity_v2'"):
+        load_responses(folder, metric={"popularity_v2": "match"})
+    with pytest.raises(ResponseDataError, match=r"samples with no score from 'includes'"):
+        load_responses(folder, metric={"popularity": "includes", "mmlu_0_shot": "choice"})
+    with pytest.raises(ResponseDataError, match=r"filter='epoch=K'"):
+        load_responses(folder, filter="strict-match")

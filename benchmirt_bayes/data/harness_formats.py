@@ -720,6 +720,140 @@ def read_opencompass(
     return pd.DataFrame(rows, columns=LONG_COLUMNS), metadata
 
 
+# ------------------------------------------------------------------ Inspect AI
+INSPECT_VALUES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+"""Inspect's default score letters (``value_to_float``): correct, incorrect, partial, no answer."""
+
+
+def read_inspect(
+    source: str | Path, *, metric: str | Mapping[str, str] | None = None, filter: Any = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Inspect AI evaluation logs: ``.eval`` archives and ``.json`` logs (one file, or a folder).
+
+    The LLM is the log's ``eval.model``, the benchmark its task (``task_display_name``), items
+    ``<task>:<sample id>``. ``metric`` names the scorer (or a mapping task → scorer; default:
+    the task's only scorer), ``scorer/key`` one entry of a scorer that scores several. Values
+    are read as Inspect's ``value_to_float`` reads them (``C``/``I``/``P``/``N`` → 1/0/0.5/0,
+    yes/no, true/false, numbers). The newest log per model and task is read. Samples scored
+    in several epochs need ``filter="epoch=K"``; samples without a score are errors.
+    """
+    source = Path(source)
+    files = [source] if source.is_file() else sorted([*source.rglob("*.eval"), *source.rglob("*.json")])
+    refuse_git_lfs_pointers(files, source)
+    logs = [log for file in files if (log := _inspect_log(file)) is not None]
+    if not logs:
+        raise ResponseDataError([f"no Inspect AI logs (.eval archives or .json logs) in {source}"])
+    newest: dict[tuple[str, str], tuple[str, Path, dict, list]] = {}
+    for created, file, header, samples in sorted(logs, key=lambda log: (log[0], str(log[1]))):
+        spec = header["eval"]
+        task = str(spec.get("task_display_name") or str(spec.get("task", file.stem)).split("/")[-1])
+        newest[(str(spec.get("model")), task)] = (created, file, header, samples)
+    epoch = _inspect_epoch(filter)
+    rows, meta, problems = [], {}, []
+    problems += _unknown_keys(metric, "metric", {task for _, task in newest})
+    grouped = _GroupedProblems()
+    for (model, task), (_, file, _, samples) in newest.items():
+        chosen = [s for s in samples if epoch is None or int(s.get("epoch", 1)) == epoch]
+        epochs = sorted({int(s.get("epoch", 1)) for s in samples})
+        if epoch is None and len(epochs) > 1:
+            grouped.add(f"samples scored in {len(epochs)} epochs; pass filter='epoch=K'", file.name)
+            continue
+        scorers = sorted({name for s in chosen for name in (s.get("scores") or {})})
+        name = _task_setting(metric, task)
+        if name is None:
+            if len(scorers) != 1:
+                grouped.add(f"task {task!r} has the scorers {scorers}: pass metric= (one of them)", file.name)
+                continue
+            name = scorers[0]
+        scorer, _, key = name.partition("/")
+        for sample in chosen:
+            score = (sample.get("scores") or {}).get(scorer)
+            value = score.get("value") if isinstance(score, dict) else None
+            if key and isinstance(value, dict):
+                value = value.get(key)
+            number = _inspect_value(value)
+            if number is None:
+                what = "no score" if score is None else f"a {type(value).__name__} value"
+                grouped.add(
+                    f"task {task!r}: samples with {what} from {name!r} (scorers: {scorers})", file.name
+                )
+                continue
+            item = f"{task}:{sample.get('id')}"
+            rows.append((model, item, number))
+            meta[item] = (task, task)
+    problems += grouped.lines()
+    if problems:
+        raise ResponseDataError(problems[:50], source=str(source))
+    metadata = pd.DataFrame(
+        [(item, b, s) for item, (b, s) in meta.items()], columns=["item", "benchmark", "subgroup"]
+    )
+    return pd.DataFrame(rows, columns=LONG_COLUMNS), metadata
+
+
+def is_inspect_log(path: Path) -> bool:
+    """Whether ``path`` is an Inspect AI log (a ``.eval`` archive, or a ``.json`` log with ``eval``)."""
+    return _inspect_log(path, samples=False) is not None
+
+
+def _inspect_log(path: Path, samples: bool = True) -> tuple[str, Path, dict, list] | None:
+    """``(created, path, header, samples)`` of an Inspect log, else ``None``."""
+    import zipfile
+
+    try:
+        if path.suffix == ".eval":
+            with zipfile.ZipFile(path) as archive:
+                names = archive.namelist()
+                if "header.json" not in names:
+                    return None
+                header = parse_json(archive.read("header.json"))
+                found = [
+                    parse_json(archive.read(n))
+                    for n in names
+                    if samples and n.startswith("samples/") and n.endswith(".json")
+                ]
+        elif path.suffix == ".json":
+            with path.open("rb") as handle:
+                if b'"eval"' not in handle.read(4096):
+                    return None
+            header = _json_file(path)
+            found = list(header.get("samples") or []) if isinstance(header, dict) else []
+        else:
+            return None
+    except (zipfile.BadZipFile, OSError, json.JSONDecodeError, ValueError):
+        return None
+    if not isinstance(header, dict) or not isinstance(header.get("eval"), dict):
+        return None
+    return str(header["eval"].get("created", "")), path, header, found
+
+
+def _inspect_value(value: Any) -> float | None:
+    """A score value as Inspect's ``value_to_float`` reads it; ``None`` when it is not one number."""
+    if isinstance(value, bool | int | float):
+        return float(value)
+    if isinstance(value, str):
+        if value in INSPECT_VALUES:
+            return INSPECT_VALUES[value]
+        lowered = value.strip().lower()
+        if lowered in ("yes", "true"):
+            return 1.0
+        if lowered in ("no", "false"):
+            return 0.0
+        try:
+            return float(lowered)
+        except ValueError:
+            return None
+    return None
+
+
+def _inspect_epoch(filter: Any) -> int | None:
+    if filter is None:
+        return None
+    text = str(filter)
+    if not re.fullmatch(r"epoch=\d+", text):
+        raise ResponseDataError([f"Inspect logs take filter='epoch=K' (one epoch), got {filter!r}"])
+    return int(text.removeprefix("epoch="))
+
+
 # ------------------------------------------------------------------ detection
 READERS: dict[str, Reader] = {
     "pyirt": read_pyirt,
@@ -727,6 +861,7 @@ READERS: dict[str, Reader] = {
     "oll_details": read_oll_details,
     "helm": read_helm,
     "opencompass": read_opencompass,
+    "inspect": read_inspect,
 }
 """The evaluation-tool formats ``load_responses`` reads, by ``format=`` name."""
 FORMAT_NAMES = {
@@ -735,6 +870,7 @@ FORMAT_NAMES = {
     "opencompass": "OpenCompass evaluation details",
     "oll_details": "Open LLM Leaderboard details (Parquet)",
     "pyirt": "py-irt JSON lines",
+    "inspect": "Inspect AI evaluation logs",
 }
 
 
@@ -750,4 +886,6 @@ def detect_folder(path: Path) -> str | None:
         return "opencompass"
     if any(oll_config(p) is not None for p in path.rglob("*.parquet")):
         return "oll_details"
+    if any(is_inspect_log(p) for p in [*path.rglob("*.eval"), *path.rglob("*.json")]):
+        return "inspect"
     return None

@@ -42,6 +42,7 @@ Format = Literal[
     "oll_details",
     "helm",
     "opencompass",
+    "inspect",
 ]
 FORMATS: tuple[str, ...] = Format.__args__
 TABLE_FORMATS = ("long", "wide", "wide_items", "benchmirt")
@@ -91,7 +92,8 @@ def load_responses(
         by ``question_id``, LLM columns ``acc_norm_<org>__<model>``). Results of evaluation
         tools: ``"pyirt"``, ``"lm_eval"`` (lm-evaluation-harness ``--log_samples``
         folders), ``"oll_details"`` (Open LLM Leaderboard details Parquet files, v1 and
-        v2), ``"helm"`` (HELM run folders) and ``"opencompass"`` (an OpenCompass work
+        v2, and lighteval's), ``"helm"`` (HELM run folders), ``"inspect"`` (Inspect AI
+        ``.eval`` / ``.json`` logs, a file or a folder) and ``"opencompass"`` (an OpenCompass work
         folder run with ``--dump-eval-details``). ``"auto"`` recognises each of them
         (:func:`detect_format`); a wide table whose orientation cannot be told from its
         column names or its item metadata is an error asking for ``format=``.
@@ -257,6 +259,8 @@ def _json_file_format(path: Path) -> str:
         first = handle.readline(1 << 20).strip()
     if first.startswith(b"{") and b'"subject_id"' in first:
         return "pyirt"
+    if harness_formats.is_inspect_log(path):
+        return "inspect"
     raise ResponseDataError(
         [
             f"{path.name} is a JSON document, not py-irt JSON lines (one "
@@ -283,13 +287,16 @@ def detect_format(source: TableLike) -> str:
                 raise ResponseDataError(
                     [
                         f"{path} holds no results this package recognises: lm-evaluation-harness "
-                        "samples_*.jsonl, HELM per_instance_stats.json, OpenCompass results/, or "
-                        "Open LLM Leaderboard details *.parquet"
+                        "samples_*.jsonl (or results.json with <model_args>_<task>.jsonl), HELM "
+                        "per_instance_stats.json, OpenCompass results/, Open LLM Leaderboard or "
+                        "lighteval details *.parquet, or Inspect AI logs (.eval, .json)"
                     ]
                 )
             return found
         if path.suffix.lower() in PYIRT_SUFFIXES:
             return "pyirt"
+        if path.suffix.lower() == ".eval":
+            return "inspect"
         if path.suffix.lower() == ".json" and path.is_file():
             return _json_file_format(path)
         if path.suffix.lower() in (".parquet", ".pq") and harness_formats.oll_config(path) is not None:
