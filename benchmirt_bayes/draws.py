@@ -170,23 +170,30 @@ class PosteriorDraws:
             return self.layout, params
         return self.layout.take(columns), self.layout.take_parameters(params, columns)
 
-    def check_responses(self, columns: np.ndarray, values: np.ndarray) -> None:
-        """Raise ValueError naming every value that does not fit its item's response type."""
+    def check_responses(
+        self, columns: np.ndarray, values: np.ndarray, llms: Sequence[object] | None = None
+    ) -> None:
+        """Raise ValueError naming every value that does not fit its item's response type.
+
+        ``values`` is ``(item,)`` for one LLM or ``(llm, item)`` for several (``llms`` names
+        their rows in the message).
+        """
+        values = np.asarray(values, dtype=float)
+        columns = np.broadcast_to(np.asarray(columns), values.shape)
         types = self.layout.types[columns]
         scale = self.layout.score_scale[columns]
-        values = np.asarray(values, dtype=float)
         seen = ~np.isnan(values)
         whole = values == np.round(values)
         integral = self.layout.whole_numbers[columns]
         bad = seen & ((values < 0) | (values > scale) | (integral & ~whole))
         if bad.any():
-            shown = {
-                f"{self.items[c]} ({t}, highest {s:g})": float(v)
-                for c, t, s, v in zip(
-                    columns[bad][:5], types[bad][:5], scale[bad][:5], values[bad][:5], strict=True
-                )
-            }
-            raise ValueError(f"responses outside their items' response types: {shown}")
+            shown = {}
+            for index in map(tuple, np.argwhere(bad)[:5]):
+                who = "" if values.ndim == 1 else f"{llms[index[0]] if llms is not None else index[0]}: "
+                label = f"{who}{self.items[columns[index]]} ({types[index]}, highest {scale[index]:g})"
+                shown[label] = float(values[index])
+            more = f" and {int(bad.sum()) - len(shown)} more" if bad.sum() > len(shown) else ""
+            raise ValueError(f"responses outside their items' response types: {shown}{more}")
 
     # ---------------------------------------------------------------- per draw
     def __iter__(self) -> Iterator[tuple[np.ndarray, ItemParameters]]:

@@ -383,3 +383,15 @@ def test_s05_names_with_dollar_signs_are_shown_not_parsed_as_mathtext(tmp_path):
     labels = [label.get_text() for label in fig.axes[0].get_yticklabels()]
     plt.close(fig)
     assert labels == [r"cost_\$5_and_\$10", r"x^2_\$a\$"]  # escaped: drawn as written
+
+
+# ------------------------------------------------------------- analyses
+def test_a03_an_answer_off_its_items_scale_is_named_with_its_llm(map_fit, tiny_sim):
+    from benchmirt_bayes import estimate_scores, score_llm
+
+    item = str(tiny_sim.responses.items[0])
+    answers = pd.DataFrame({item: [3.0, 1.0]}, index=["new-a", "new-b"])
+    with pytest.raises(ValueError, match=rf"outside their items' response types: \{{'new-a: {item} "):
+        estimate_scores(map_fit, answers, n_draws=5)
+    with pytest.raises(ValueError, match="outside their items' response types"):
+        score_llm(map_fit, {item: 3})

@@ -724,7 +724,7 @@ def score_table(
     columns = item_draws.columns(np.asarray([str(c) for c in table.columns]))
     outcomes = np.full((len(table), len(item_draws.items)), np.nan)
     outcomes[:, columns] = table.to_numpy(dtype=float)
-    item_draws.check_responses(columns, outcomes[:, columns])
+    item_draws.check_responses(columns, outcomes[:, columns], llms=list(table.index))
     abilities = ability_posterior(item_draws, outcomes, seed=seed)
     bench_of_item = item_draws.layout.benchmarks.astype(str)
     scale = item_draws.layout.score_scale
