@@ -348,3 +348,46 @@ def test_inspect_logs_as_published_equal_their_own_accuracy():
         load_responses(folder, metric={"popularity": "includes", "mmlu_0_shot": "choice"})
     with pytest.raises(ResponseDataError, match=r"filter='epoch=K'"):
         load_responses(folder, filter="strict-match")
+
+
+def _opencompass_result(tmp_path, model: str, dataset: str, result: dict) -> Path:
+    import json
+
+    folder = tmp_path / "outputs" / "default" / "20250101_000000" / "results" / model
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{dataset}.json").write_text(json.dumps(result))
+    return tmp_path / "outputs"
+
+
+def test_opencompass_correctness_in_each_form_its_evaluators_write(tmp_path):
+    """Detail layouts from opencompass/tasks/openicl_eval.py, evaluator/cascade_evaluator.py and
+    datasets/generic.py (commit a5acc4bb): a one-element list, a judge's grade letter, a cascade's
+    rule and LLM evaluations, and an LLM judge's raw outputs (A is correct)."""
+    details = {
+        "0": {"correct": [True]},
+        "1": {"correct": "B"},
+        "2": {"rule_evaluation": {"correct": False}, "llm_evaluation": {"prediction": "A"}},
+        "3": {"rule_evaluation": {"correct": True}},
+    }
+    folder = _opencompass_result(tmp_path, "m1", "aime", {"accuracy": 75.0, "details": details})
+    judge = {"0": {"prediction": "Grade: A", "gold": "4"}, "1": {"prediction": "B", "gold": "5"}}
+    judged = {"accuracy": 50.0, "attempted_ratio": 100.0, "correct_count": 1, "details": judge}
+    _opencompass_result(tmp_path, "m1", "simpleqa", judged)
+    m = load_responses(folder)
+    row = m.data.sel(llm="m1").to_series()
+    assert row[["aime:0", "aime:1", "aime:2", "aime:3"]].tolist() == [1, 0, 1, 1]
+    assert row[["simpleqa:0", "simpleqa:1"]].tolist() == [1, 0]
+    for dataset, accuracy in (("aime", 75.0), ("simpleqa", 50.0)):  # each file's own accuracy
+        assert 100 * row[[i for i in row.index if i.startswith(dataset)]].mean() == pytest.approx(accuracy)
+
+
+def test_opencompass_subjective_folders_and_missing_details_are_named_once(tmp_path):
+    folder = _opencompass_result(tmp_path, "m1_judged-by--gpt-4", "alignment_bench", {"score": 5.1})
+    with pytest.raises(ResponseDataError, match=r"1 subjective evaluation folder\(s\).*m1_judged-by--gpt-4"):
+        load_responses(folder)
+    other = tmp_path / "other"
+    for model in ("m1", "m2"):
+        _opencompass_result(other, model, "gsm8k", {"accuracy": 50.0})
+    with pytest.raises(ResponseDataError) as info:
+        load_responses(other / "outputs")
+    assert len(info.value.problems) == 1 and "in 2 file(s)" in info.value.problems[0]

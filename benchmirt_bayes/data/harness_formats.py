@@ -668,7 +668,11 @@ def _without_model(run_name: str) -> str:
 
 
 # ---------------------------------------------------------------- OpenCompass
-_CORRECT_KEYS = ("correct", "is_correct", "cascade_correct")
+_CORRECT_KEYS = ("cascade_correct", "correct", "is_correct")
+_JUDGE_RESULT_KEYS = ("attempted_ratio", "correct_count")
+"""Keys of a result scored by an LLM judge (``generic_llmjudge_postprocess``): its details are
+the judge's raw outputs, graded ``A`` (correct) or ``B``."""
+_SUBJECTIVE_MARK = "_judged-by--"
 
 
 def read_opencompass(
@@ -678,46 +682,98 @@ def read_opencompass(
 
     The newest run folder per model and dataset is read; items are ``<dataset>:<index>``
     (the order of ``predictions/<model>/<dataset>.json``); the benchmark and the subgroup
-    are the dataset. Results without ``details`` (run without ``--dump-eval-details``)
-    are errors.
+    are the dataset. Each example's correctness is read as OpenCompass decides it: a
+    ``cascade_correct`` / ``correct`` / ``is_correct`` value (a bool, a number, a one-element
+    list, or a judge's grade letter ``A``/``B``), a cascade's ``llm_evaluation`` /
+    ``rule_evaluation``, or, for results an LLM judge scored, the first ``A`` or ``B`` in the
+    judge's output (``A`` is correct). Results without ``details`` (run without
+    ``--dump-eval-details``) are errors; subjective evaluations (``<model>_judged-by--<judge>``
+    folders: pairwise comparisons and free-text grades) are refused, naming them.
     """
     folder = Path(folder)
     files = sorted(p for p in folder.rglob("*.json") if p.parent.parent.name == "results")
     if not files:
         raise ResponseDataError([f"no results/<model>/<dataset>.json under {folder}"])
     refuse_git_lfs_pointers(files, folder)
+    subjective = sorted({f.parent.name for f in files if _SUBJECTIVE_MARK in f.parent.name})
+    if subjective:
+        raise ResponseDataError(
+            [
+                f"{len(subjective)} subjective evaluation folder(s) ({limit_listing(subjective, 5)}): "
+                "a judge model's comparisons or grades of free text, not per-item correctness; read the "
+                "objective datasets' results folders (run with --dump-eval-details) instead"
+            ],
+            source=str(folder),
+        )
     newest: dict[tuple[str, str], Path] = {}
     for file in files:
         newest[(file.parent.name, file.stem)] = file
     rows, problems, meta = [], [], {}
+    grouped = _GroupedProblems()
     for (model, dataset), file in newest.items():
         result = _json_file(file)
         details = result.get("details") if isinstance(result, dict) else None
         if details is None:
-            problems.append(f"{file}: no 'details' (run OpenCompass with --dump-eval-details)")
+            grouped.add(
+                "no 'details' (run OpenCompass with --dump-eval-details)", str(file.relative_to(folder))
+            )
             continue
+        judged = any(key in result for key in _JUDGE_RESULT_KEYS)
         entries = (
             list(enumerate(details))
             if isinstance(details, list)
             else [(k, v) for k, v in details.items() if str(k).isdigit()]
         )
         for index, detail in entries:
-            key = next((k for k in _CORRECT_KEYS if isinstance(detail, dict) and k in detail), None)
-            value = _scalar(detail[key]) if key is not None else None
+            value = _opencompass_correct(detail, judged)
             if value is None:
-                problems.append(
-                    f"{file.name} example {index}: no true/false {_CORRECT_KEYS[0]!r} in its details"
+                grouped.add(
+                    "examples whose details hold no correctness OpenCompass defines", file.name, int(index)
                 )
                 continue
             item = f"{dataset}:{index}"
             rows.append((model, item, value))
             meta[item] = (dataset, dataset)
+    problems += grouped.lines()
     if problems:
         raise ResponseDataError(problems[:50], source=str(folder))
     metadata = pd.DataFrame(
         [(item, b, s) for item, (b, s) in meta.items()], columns=["item", "benchmark", "subgroup"]
     )
     return pd.DataFrame(rows, columns=LONG_COLUMNS), metadata
+
+
+def _opencompass_correct(detail: Any, judged: bool) -> float | None:
+    """An example's correctness as OpenCompass's evaluators record it (``None``: none recorded)."""
+    if not isinstance(detail, dict):
+        return None
+    key = next((k for k in _CORRECT_KEYS if k in detail), None)
+    if key is not None:
+        return _verdict(detail[key])
+    if isinstance(detail.get("llm_evaluation"), dict):  # CascadeEvaluator, in its own order
+        llm = detail["llm_evaluation"]
+        for name in ("llm_correct", "correct"):
+            if name in llm:
+                return _verdict(llm[name])
+        if "prediction" in llm or "llm_judge" in llm:
+            response = str(llm.get("prediction", llm.get("llm_judge", ""))).strip().upper()
+            return float(response == "A" or response.startswith("CORRECT"))
+    if isinstance(detail.get("rule_evaluation"), dict) and "correct" in detail["rule_evaluation"]:
+        return _verdict(detail["rule_evaluation"]["correct"])
+    if judged and isinstance(detail.get("prediction"), str):  # the judge's raw output
+        grade = re.search("(A|B)", detail["prediction"])
+        return float(grade is not None and grade.group(0) == "A")
+    return None
+
+
+def _verdict(value: Any) -> float | None:
+    """``True``/``False``, a number, ``[True]`` or a judge's ``A``/``B`` as a number."""
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, str):
+        text = value.strip()
+        return {"A": 1.0, "B": 0.0}.get(text, {"true": 1.0, "false": 0.0}.get(text.lower()))
+    return _scalar(value)
 
 
 # ------------------------------------------------------------------ Inspect AI
