@@ -679,9 +679,12 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
+    from benchmirt_bayes.data import harness_formats
     from benchmirt_bayes.data.loaders import FORMAT_TITLES, resolve_format
+    from benchmirt_bayes.errors import limit_listing
 
     path = Path(args.data)
+    read: list[str] = []
     if path.suffix == ".nc":
         name = FORMAT_TITLES["netcdf"]
     else:
@@ -695,9 +698,17 @@ def _info(args: argparse.Namespace) -> int:
             correct_col=args.correct_col,
         )
         name = FORMAT_TITLES[fmt]
+        if fmt in harness_formats.READERS:  # what each task's files offer, and what is read
+            options = {k: options[k] for k in ("metric", "filter", "split") if options[k] is not None}
+            long, _ = harness_formats.READERS[fmt](path, **options)
+            read = long.attrs.get(harness_formats.READ_ATTR, [])
     responses = _load_data(args)
     print(f"format: {name}")
+    if read:
+        print("read (per task: what is read, and what the files offer):")
+        print("\n".join(f"  {line}" for line in read))
     print(responses)
+    print(f"LLMs: {limit_listing(responses.llms, 10)}")
     if responses.llm_coords:
         print(f"LLM metadata: {', '.join(responses.llm_coords)}")
     print(responses.summary().to_string())

@@ -139,23 +139,35 @@ def test_open_llm_leaderboard_details_v1_and_v2(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("source", "name"),
+    ("source", "name", "read"),
     [
-        ("lm_eval", "lm-evaluation-harness"),
-        ("helm", "HELM"),
-        ("opencompass", "OpenCompass"),
-        ("benchmirt_release.csv", "BenchMIRT release"),
+        (
+            "lm_eval",
+            "lm-evaluation-harness",
+            "gsm8k: metric 'exact_match', filter 'strict-match' (0.4.3+ samples_<task>_<date>.jsonl; "
+            "metrics logged: ['exact_match']; filters: ['strict-match', 'flexible-extract'])",
+        ),
+        ("lm_eval_0.4.0", "lm-evaluation-harness", "0.4.0-0.4.2 <model_args>_<task>.jsonl arrays"),
+        ("helm", "HELM", "stat 'exact_match', split 'test' (splits: ['test']"),
+        ("opencompass", "OpenCompass", "gsm8k: each example's recorded correctness"),
+        ("inspect", "Inspect AI", "popularity: scorer 'match' (scorers: ['match']; epochs: [1])"),
+        ("benchmirt_release.csv", "BenchMIRT release", None),
     ],
 )
-def test_info_recognises_each_format(source, name, capsys):
+def test_info_names_the_format_what_is_read_and_what_else_is_offered(source, name, read, capsys):
+    metrics = {
+        "lm_eval": ["mmlu_anatomy=acc", "gsm8k=exact_match", "ifeval=prompt_level_strict_acc"],
+        "lm_eval_0.4.0": ["arc_easy=acc", "gsm8k=exact_match"],
+    }
     args = ["info", str(FIXTURES / source)]
-    if source == "lm_eval":
-        args += ["--metric", "mmlu_anatomy=acc", "gsm8k=exact_match", "ifeval=prompt_level_strict_acc"]
-        args += ["--filter", "gsm8k=strict-match"]
+    if source in metrics:
+        args += ["--metric", *metrics[source], "--filter", "gsm8k=strict-match"]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert f"format: {name}" in out
-    assert "LLMs" in out and "benchmark" in out
+    assert "LLMs: " in out and "benchmark" in out
+    if read is not None:
+        assert read in out
 
 
 def _helm_copy(tmp_path, edit):

@@ -46,6 +46,17 @@ from benchmirt_bayes.data.tables import refuse_git_lfs_pointers
 from benchmirt_bayes.errors import ResponseDataError, limit_listing
 
 LONG_COLUMNS = ["llm", "item", "correct"]
+READ_ATTR = "read"
+"""``long.attrs[READ_ATTR]``: one line per task saying what was read and what else the files offer."""
+
+
+def _long_frame(rows: list, read: Mapping[str, str]) -> pd.DataFrame:
+    """The long table, with what was read per task (and the alternatives) in its attrs."""
+    long = pd.DataFrame(rows, columns=LONG_COLUMNS)
+    long.attrs[READ_ATTR] = [f"{task}: {text}" for task, text in sorted(read.items())]
+    return long
+
+
 Reader = Callable[..., tuple[pd.DataFrame, pd.DataFrame | None]]
 
 
@@ -233,7 +244,7 @@ def read_lm_eval(
                 "(0.4.3 and later) or results.json beside <model_args>_<task>.jsonl (0.4.0-0.4.2)"
             ]
         )
-    rows, problems, tasks = [], [], {}
+    rows, problems, tasks, read = [], [], {}, {}
     grouped = _GroupedProblems()
     groups: dict[str, str] = {}
     known_tasks = {log.task for log in logs}
@@ -258,6 +269,13 @@ def read_lm_eval(
         if chosen is not None and chosen not in filters:
             problems.append(f"{file.name}: no filter {chosen!r} (filters: {filters})")
             continue
+        named = {str(m) for _, r in records if isinstance(r.get("metrics"), list) for m in r["metrics"]}
+        numbers = {k for _, r in records for k, v in r.items() if _scalar(v) is not None} - {"doc_id"}
+        offered = sorted(named or numbers)  # 0.4.3+ names its metrics in each sample
+        read[task] = (
+            f"metric {task_metric!r}" + (f", filter {chosen!r}" if chosen else "") + f" ({log.variant}; "
+            f"metrics logged: {offered}" + (f"; filters: {filters}" if len(filters) > 1 else "") + ")"
+        )
         for number, record in records:
             if chosen is not None and record.get("filter") != chosen:
                 continue
@@ -292,7 +310,7 @@ def read_lm_eval(
             "subgroup": list(tasks.values()),
         }
     )
-    return pd.DataFrame(rows, columns=LONG_COLUMNS), meta
+    return _long_frame(rows, read), meta
 
 
 @dataclass(frozen=True)
@@ -304,6 +322,7 @@ class _SampleLog:
     file: Path
     groups: dict[str, str]
     records: Callable[[], list[tuple[int, Any]]]
+    variant: str
 
 
 def _sample_logs(folder: Path) -> list[_SampleLog]:
@@ -318,7 +337,8 @@ def _sample_logs(folder: Path) -> list[_SampleLog]:
     logs = []
     for (model_dir, task), file in newest.items():
         model, groups = _lm_eval_results(model_dir, folder)
-        logs.append(_SampleLog(model, task, file, groups, functools.partial(_json_lines, file)))
+        reader = functools.partial(_json_lines, file)
+        logs.append(_SampleLog(model, task, file, groups, reader, "0.4.3+ samples_<task>_<date>.jsonl"))
     return logs
 
 
@@ -348,7 +368,8 @@ def _array_logs(folder: Path) -> list[_SampleLog]:
                     f.get("name") for f in (task_config or {}).get("filter_list") or [] if isinstance(f, dict)
                 ]
                 reader = functools.partial(_array_records, file, names)
-                logs.append(_SampleLog(model, str(task), file, groups, reader))
+                variant = "0.4.0-0.4.2 <model_args>_<task>.jsonl arrays"
+                logs.append(_SampleLog(model, str(task), file, groups, reader, variant))
     return logs
 
 
@@ -488,7 +509,7 @@ def read_oll_details(
             [f"no Open LLM Leaderboard details files (harness_* or *__leaderboard_*) in {source}"]
         )
     refuse_git_lfs_pointers([f for f, _ in configs], source)
-    rows, problems, meta = [], [], {}
+    rows, problems, meta, read = [], [], {}, {}
     known = {t for _, (v, _, t) in configs} | {_oll_benchmark(v, t)[0] for _, (v, _, t) in configs}
     problems += _unknown_keys(metric, "metric", known)
     for file, (version, model, task) in configs:
@@ -510,6 +531,7 @@ def read_oll_details(
         if isinstance(values, str):
             problems.append(f"{file.name}: {values}")
             continue
+        read[task] = f"metric {name!r} ({version} details; numbers per row: {_oll_offered(table)})"
         doc_ids = (
             table["doc_id"].astype(str).tolist() if "doc_id" in table else [str(i) for i in range(len(table))]
         )
@@ -523,7 +545,16 @@ def read_oll_details(
     metadata = pd.DataFrame(
         [(item, b, s) for item, (b, s) in meta.items()], columns=["item", "benchmark", "subgroup"]
     )
-    return pd.DataFrame(rows, columns=LONG_COLUMNS), metadata
+    return _long_frame(rows, read), metadata
+
+
+def _oll_offered(table: pd.DataFrame) -> list[str]:
+    """The per-row numbers a details table holds: numeric columns and the metric structs' keys."""
+    columns = [str(c) for c in table.columns if pd.api.types.is_numeric_dtype(table[c]) and c != "doc_id"]
+    nested = {
+        k for c in ("metrics", "metric") if c in table for v in table[c] if isinstance(v, dict) for k in v
+    }
+    return sorted(set(columns) | nested)
 
 
 def _oll_metric(table: pd.DataFrame, name: str) -> list[float] | str:
@@ -568,7 +599,7 @@ def read_helm(
         raise ResponseDataError([f"no per_instance_stats.json under {folder}"])
     refuse_git_lfs_pointers([*stats_files, *folder.rglob("run_spec.json")], folder)
     split = "test" if split is None else str(split)
-    rows, meta, problems = [], {}, []
+    rows, meta, problems, read = [], {}, [], {}
     without_metric: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     without_split: dict[tuple[str, ...], list[str]] = {}
     incomplete: list[str] = []
@@ -614,6 +645,10 @@ def read_helm(
         if not chosen:
             without_split.setdefault(tuple(sorted(map(str, splits))), []).append(run.name)
             continue
+        read[scenario] = (
+            f"stat {name!r}, split {split!r} "
+            f"(splits: {sorted(map(str, splits))}; stats: {sorted(stat_names)})"
+        )
         missing = 0
         for entry, value in chosen:
             mean = _stat_mean(value)
@@ -646,7 +681,7 @@ def read_helm(
     metadata = pd.DataFrame(
         [(item, b, s) for item, (b, s) in meta.items()], columns=["item", "benchmark", "subgroup"]
     )
-    return pd.DataFrame(rows, columns=LONG_COLUMNS), metadata
+    return _long_frame(rows, read), metadata
 
 
 def _stat_mean(stat: Mapping[str, Any] | None) -> float | None:
@@ -708,7 +743,7 @@ def read_opencompass(
     newest: dict[tuple[str, str], Path] = {}
     for file in files:
         newest[(file.parent.name, file.stem)] = file
-    rows, problems, meta = [], [], {}
+    rows, problems, meta, read = [], [], {}, {}
     grouped = _GroupedProblems()
     for (model, dataset), file in newest.items():
         result = _json_file(file)
@@ -719,6 +754,9 @@ def read_opencompass(
             )
             continue
         judged = any(key in result for key in _JUDGE_RESULT_KEYS)
+        read[dataset] = (
+            "an LLM judge's grade (A correct)" if judged else "each example's recorded correctness"
+        )
         entries = (
             list(enumerate(details))
             if isinstance(details, list)
@@ -740,7 +778,7 @@ def read_opencompass(
     metadata = pd.DataFrame(
         [(item, b, s) for item, (b, s) in meta.items()], columns=["item", "benchmark", "subgroup"]
     )
-    return pd.DataFrame(rows, columns=LONG_COLUMNS), metadata
+    return _long_frame(rows, read), metadata
 
 
 def _opencompass_correct(detail: Any, judged: bool) -> float | None:
@@ -805,7 +843,7 @@ def read_inspect(
         task = str(spec.get("task_display_name") or str(spec.get("task", file.stem)).split("/")[-1])
         newest[(str(spec.get("model")), task)] = (created, file, header, samples)
     epoch = _inspect_epoch(filter)
-    rows, meta, problems = [], {}, []
+    rows, meta, problems, read = [], {}, [], {}
     problems += _unknown_keys(metric, "metric", {task for _, task in newest})
     grouped = _GroupedProblems()
     for (model, task), (_, file, _, samples) in newest.items():
@@ -822,6 +860,7 @@ def read_inspect(
                 continue
             name = scorers[0]
         scorer, _, key = name.partition("/")
+        read[task] = f"scorer {name!r} (scorers: {scorers}; epochs: {epochs})"
         for sample in chosen:
             score = (sample.get("scores") or {}).get(scorer)
             value = score.get("value") if isinstance(score, dict) else None
@@ -843,7 +882,7 @@ def read_inspect(
     metadata = pd.DataFrame(
         [(item, b, s) for item, (b, s) in meta.items()], columns=["item", "benchmark", "subgroup"]
     )
-    return pd.DataFrame(rows, columns=LONG_COLUMNS), metadata
+    return _long_frame(rows, read), metadata
 
 
 def is_inspect_log(path: Path) -> bool:
