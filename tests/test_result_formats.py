@@ -403,3 +403,29 @@ def test_opencompass_subjective_folders_and_missing_details_are_named_once(tmp_p
     with pytest.raises(ResponseDataError) as info:
         load_responses(other / "outputs")
     assert len(info.value.problems) == 1 and "in 2 file(s)" in info.value.problems[0]
+
+
+def test_lm_eval_and_opencompass_fixtures_equal_their_own_aggregates():
+    import json
+
+    folder = FIXTURES / "lm_eval"
+    for chosen in ("strict-match", "flexible-extract"):
+        m = load_responses(
+            folder,
+            metric={"mmlu_anatomy": "acc", "gsm8k": "exact_match", "ifeval": "prompt_level_strict_acc"},
+            filter={"gsm8k": chosen},
+        )
+        for results_file in folder.rglob("results_*.json"):
+            results = json.loads(results_file.read_text())
+            row = m.data.sel(llm=results["model_name"]).to_series()
+            means = row.groupby(m.data["subgroup"].values).mean()
+            assert means["mmlu_anatomy"] == pytest.approx(results["results"]["mmlu_anatomy"]["acc,none"])
+            assert means["gsm8k"] == pytest.approx(results["results"]["gsm8k"][f"exact_match,{chosen}"])
+            ifeval = results["results"]["ifeval"]["prompt_level_strict_acc,none"]
+            assert means["ifeval"] == pytest.approx(ifeval)
+    m = load_responses(FIXTURES / "opencompass")
+    for result_file in (FIXTURES / "opencompass").rglob("results/*/*.json"):
+        row = m.data.sel(llm=result_file.parent.name).to_series()
+        items = [i for i in row.index if i.startswith(f"{result_file.stem}:")]
+        accuracy = json.loads(result_file.read_text())["accuracy"]
+        assert 100 * row[items].mean() == pytest.approx(accuracy)
