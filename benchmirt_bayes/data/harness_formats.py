@@ -50,6 +50,18 @@ READ_ATTR = "read"
 """``long.attrs[READ_ATTR]``: one line per task saying what was read and what else the files offer."""
 
 
+def _finished(
+    rows: list, meta: Mapping[str, tuple[str, str]], read: Mapping[str, str], problems: list[str], source: Any
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The long table and its item metadata (item → (benchmark, subgroup)), or one error with all problems."""
+    if problems:
+        raise ResponseDataError(problems[:50], source=str(source))
+    metadata = pd.DataFrame(
+        [(item, b, s) for item, (b, s) in meta.items()], columns=["item", "benchmark", "subgroup"]
+    )
+    return _long_frame(rows, read), metadata
+
+
 def _long_frame(rows: list, read: Mapping[str, str]) -> pd.DataFrame:
     """The long table, with what was read per task (and the alternatives) in its attrs."""
     long = pd.DataFrame(rows, columns=LONG_COLUMNS)
@@ -540,12 +552,7 @@ def read_oll_details(
             item = f"{task}:{doc_id}"
             rows.append((llm, item, value))
             meta[item] = (benchmark, subgroup)
-    if problems:
-        raise ResponseDataError(problems[:50], source=str(source))
-    metadata = pd.DataFrame(
-        [(item, b, s) for item, (b, s) in meta.items()], columns=["item", "benchmark", "subgroup"]
-    )
-    return _long_frame(rows, read), metadata
+    return _finished(rows, meta, read, problems, source)
 
 
 def _oll_offered(table: pd.DataFrame) -> list[str]:
@@ -676,12 +683,7 @@ def read_helm(
             f"instances of the {split!r} split without a value of the metric, in {len(incomplete)} "
             f"run(s): {limit_listing(incomplete, 5)}; choose a metric every instance has"
         )
-    if problems:
-        raise ResponseDataError(problems[:50], source=str(folder))
-    metadata = pd.DataFrame(
-        [(item, b, s) for item, (b, s) in meta.items()], columns=["item", "benchmark", "subgroup"]
-    )
-    return _long_frame(rows, read), metadata
+    return _finished(rows, meta, read, problems, folder)
 
 
 def _stat_mean(stat: Mapping[str, Any] | None) -> float | None:
@@ -773,12 +775,7 @@ def read_opencompass(
             rows.append((model, item, value))
             meta[item] = (dataset, dataset)
     problems += grouped.lines()
-    if problems:
-        raise ResponseDataError(problems[:50], source=str(folder))
-    metadata = pd.DataFrame(
-        [(item, b, s) for item, (b, s) in meta.items()], columns=["item", "benchmark", "subgroup"]
-    )
-    return _long_frame(rows, read), metadata
+    return _finished(rows, meta, read, problems, folder)
 
 
 def _opencompass_correct(detail: Any, judged: bool) -> float | None:
@@ -877,12 +874,7 @@ def read_inspect(
             rows.append((model, item, number))
             meta[item] = (task, task)
     problems += grouped.lines()
-    if problems:
-        raise ResponseDataError(problems[:50], source=str(source))
-    metadata = pd.DataFrame(
-        [(item, b, s) for item, (b, s) in meta.items()], columns=["item", "benchmark", "subgroup"]
-    )
-    return _long_frame(rows, read), metadata
+    return _finished(rows, meta, read, problems, source)
 
 
 def is_inspect_log(path: Path) -> bool:
