@@ -122,7 +122,7 @@ def _not_an_input(path: Path, args: argparse.Namespace | None) -> None:
     target = path.resolve()
     for name in INPUT_ARGS:
         value = getattr(args, name, None)
-        if value is not None and (Path(value).resolve() == target or Path(value).resolve() in target.parents):
+        if value is not None and Path(value).resolve() == target:
             raise UsageError(
                 f"--out {path} is the input {name.replace('_', ' ')} {value}: it would be replaced; "
                 "choose another --out"
@@ -213,7 +213,7 @@ def write_folder_atomically(folder: str | Path, write: Callable[[Path], Any]) ->
 
     from benchmirt_bayes.io import replace_folder
 
-    folder = Path(folder)
+    folder = Path(folder).resolve()  # "." has no name to put a sibling beside
     partial = folder.with_name(f".{folder.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     try:
