@@ -181,10 +181,14 @@ def test_pyirt_lines_are_recognised_by_extension_and_other_json_is_refused_by_na
     for name in ("r.jsonlines", "r.jsonl", "r.json"):
         (tmp_path / name).write_text(line + "\n" + other + "\n")
         assert sorted(load_responses(tmp_path / name, benchmark="B").llms) == ["a", "b"]
-    inspect_like = tmp_path / "log.json"
-    inspect_like.write_text(json.dumps({"version": 2, "eval": {"task": "t"}, "samples": []}, indent=2))
-    with pytest.raises(ResponseDataError, match=r"log\.json is a JSON document, not py-irt JSON lines"):
-        load_responses(inspect_like, benchmark="B")
+    other = tmp_path / "results.json"
+    other.write_text(json.dumps({"results": {"arc_easy": {"acc,none": 0.5}}}, indent=2))
+    with pytest.raises(ResponseDataError, match=r"results\.json is a JSON document, not py-irt JSON lines"):
+        load_responses(other, benchmark="B")
+    empty_log = tmp_path / "log.json"  # an Inspect log written without its samples
+    empty_log.write_text(json.dumps({"version": 2, "eval": {"task": "t", "model": "m"}, "samples": []}))
+    with pytest.raises(ResponseDataError, match=r"task 't': the log holds no samples"):
+        load_responses(empty_log)
     (tmp_path / "r.ndjson").write_text(line + "\n")
     with pytest.raises(ResponseDataError, match="format='pyirt'"):
         load_responses(tmp_path / "r.ndjson", benchmark="B")

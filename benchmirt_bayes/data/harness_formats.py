@@ -844,6 +844,11 @@ def read_inspect(
     problems += _unknown_keys(metric, "metric", {task for _, task in newest})
     grouped = _GroupedProblems()
     for (model, task), (_, file, _, samples) in newest.items():
+        if not samples:
+            grouped.add(
+                f"task {task!r}: the log holds no samples (written with --no-log-samples?)", file.name
+            )
+            continue
         chosen = [s for s in samples if epoch is None or int(s.get("epoch", 1)) == epoch]
         epochs = sorted({int(s.get("epoch", 1)) for s in samples})
         if epoch is None and len(epochs) > 1:
