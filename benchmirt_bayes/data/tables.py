@@ -210,7 +210,7 @@ def text_ids(values: Iterable[object], what: str) -> tuple[np.ndarray, list[str]
 def numeric_values(frame: pd.DataFrame) -> tuple[np.ndarray, list[tuple[int, int]]]:
     """Score cells as floats; also the (row, column) positions of cells that are not numbers.
 
-    Text cells are parsed all at once (a table of 10⁶ cells in about a second): stripped of
+    Text cells are parsed all at once (not column by column): stripped of
     spaces, :data:`MISSING_TOKENS` missing, :data:`BOOLEAN_TOKENS` 1/0, anything else a number.
     """
     values = np.empty(frame.shape, dtype=float)
