@@ -399,3 +399,24 @@ def test_a03_an_answer_off_its_items_scale_is_named_with_its_llm(map_fit, tiny_s
         estimate_scores(map_fit, answers, n_draws=5)
     with pytest.raises(ValueError, match="outside their items' response types"):
         score_llm(map_fit, {item: 3})
+
+
+def test_s05_literal_text_restores_only_the_setting_it_changes():
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+
+    from benchmirt_bayes.reports.plots import literal_text
+
+    before = mpl.rcParams["interactive"]
+
+    @literal_text
+    def draws_first_figure():
+        mpl.rcParams["interactive"] = not before  # as a backend's first switch does in Jupyter
+        return plt.figure()
+
+    try:
+        plt.close(draws_first_figure())
+        assert mpl.rcParams["interactive"] is (not before)  # kept: inline display goes on
+        assert mpl.rcParams["text.parse_math"] is True
+    finally:
+        mpl.rcParams["interactive"] = before

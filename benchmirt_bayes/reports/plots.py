@@ -11,6 +11,7 @@ import functools
 import re
 from collections.abc import Callable
 
+import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
@@ -44,8 +45,14 @@ def literal_text[**P](plot: Callable[P, Figure]) -> Callable[P, Figure]:
 
     @functools.wraps(plot)
     def wrapped(*args: P.args, **kwargs: P.kwargs) -> Figure:
-        with plt.rc_context({"text.parse_math": False}):
+        # one setting set and restored by hand: rc_context would restore every setting, also
+        # those the first figure's backend switch sets (Jupyter's inline display then stops)
+        parse_math = mpl.rcParams["text.parse_math"]
+        mpl.rcParams["text.parse_math"] = False
+        try:
             fig = plot(*args, **kwargs)
+        finally:
+            mpl.rcParams["text.parse_math"] = parse_math
         for text in fig.findobj(Text):
             text.set_parse_math(True)
             text.set_text(_literal(text.get_text()))
