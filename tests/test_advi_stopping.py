@@ -3,7 +3,9 @@
 import numpy as np
 import pytensor
 import pytest
+import xarray as xr
 
+from benchmirt_bayes.inference import advi
 from benchmirt_bayes.inference.advi import (
     POLISH_FACTOR,
     TREND_WINDOWS,
@@ -68,3 +70,36 @@ def test_relative_rule_and_old_fits_read_back():
         }
     )
     assert (old.advi.stopping, old.advi.tolerance, old.advi.polish_steps) == ("relative", 1e-3, 0)
+
+
+def _fake_runs(monkeypatch, fail_times):
+    """Make the one-rate optimisation raise a NaN error ``fail_times`` times, recording rates."""
+    rates = []
+
+    def fake(model, *, learning_rate, **kwargs):
+        rates.append(learning_rate)
+        if len(rates) <= fail_times:
+            raise FloatingPointError("NaN occurred in optimization.")
+        return advi.AdviResult(xr.Dataset(), xr.Dataset(attrs={"learning_rate": learning_rate}))
+
+    monkeypatch.setattr(advi, "_run_advi_once", fake)
+    return rates
+
+
+def test_a_nan_elbo_reruns_at_a_lower_rate_and_says_so(monkeypatch):
+    rates = _fake_runs(monkeypatch, fail_times=1)
+    with pytest.warns(RuntimeWarning, match=r"NaN ELBO.*0\.02.*rerunning it at 0\.005"):
+        result = advi.run_advi(None, learning_rate=0.02, seed=0)
+    assert rates == [0.02, 0.005]
+    assert result.elbo.attrs["nan_retries"] == 1
+    assert result.elbo.attrs["learning_rate"] == 0.005
+
+
+def test_a_nan_elbo_at_every_rate_is_one_clear_error(monkeypatch):
+    rates = _fake_runs(monkeypatch, fail_times=10)
+    with (
+        pytest.warns(RuntimeWarning),
+        pytest.raises(FloatingPointError, match=r"learning rates 0\.02, 0\.005, 0\.00125.*method='nuts'"),
+    ):
+        advi.run_advi(None, learning_rate=0.02, seed=0)
+    assert len(rates) == advi.NAN_RETRIES + 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -18,6 +19,12 @@ TREND_WINDOWS = 5
 
 POLISH_FACTOR = 0.1
 """Learning rate of the polish phase, as a share of the search phase's."""
+
+NAN_RETRIES = 2
+"""Reruns of an optimisation whose ELBO became NaN, each at a lower learning rate."""
+
+NAN_RATE_FACTOR = 0.25
+"""Learning rate of each rerun, as a share of the previous one's."""
 
 
 def trend_in_noise_units(losses: np.ndarray) -> float:
@@ -195,7 +202,68 @@ def run_advi(
     Adam with gradient-norm clipping: PyMC's default optimiser diverges to NaN
     on this model (see ``shared/docs/MEASURED.md``). The step size is a shared variable so
     that the polish phase (:class:`ElboConvergence`) lowers it without recompiling.
+
+    An optimisation whose ELBO becomes NaN is rerun from the same start and seed at
+    ``NAN_RATE_FACTOR`` times the learning rate, at most ``NAN_RETRIES`` times (with a
+    warning); the rate that finished is recorded in the ELBO record's attrs
+    (``learning_rate``, ``nan_retries``), so the fit stays reproducible from its settings.
+
+    Raises
+    ------
+    FloatingPointError
+        When every rate diverged.
+
     """
+    rates = [learning_rate * NAN_RATE_FACTOR**k for k in range(NAN_RETRIES + 1)]
+    for retry, rate in enumerate(rates):
+        try:
+            result = _run_advi_once(
+                model,
+                method=method,
+                draws=draws,
+                max_steps=max_steps,
+                stopping=stopping,
+                tolerance=tolerance,
+                polish_steps=polish_steps,
+                window=window,
+                learning_rate=rate,
+                seed=seed,
+                progressbar=progressbar,
+                start=start,
+            )
+        except FloatingPointError:
+            if retry < NAN_RETRIES:
+                warnings.warn(
+                    f"ADVI diverged (a NaN ELBO) at learning rate {rate:.3g}; "
+                    f"rerunning it at {rates[retry + 1]:.3g}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                continue
+            raise FloatingPointError(
+                f"ADVI diverged (a NaN ELBO) at learning rates {', '.join(f'{r:.3g}' for r in rates)}; "
+                "set AdviSettings(learning_rate=...) lower, or fit with method='nuts'"
+            ) from None
+        result.elbo.attrs["nan_retries"] = retry
+        return result
+
+
+def _run_advi_once(
+    model: pm.Model,
+    *,
+    method: str,
+    draws: int,
+    max_steps: int,
+    stopping: str,
+    tolerance: float,
+    polish_steps: int,
+    window: int,
+    learning_rate: float,
+    seed: int,
+    progressbar: bool,
+    start: dict | None,
+) -> AdviResult:
+    """One optimisation at one learning rate (see :func:`run_advi`)."""
     rate = pytensor.shared(np.asarray(learning_rate, dtype=pytensor.config.floatX), name="learning_rate")
     rule = ElboConvergence(
         window=window,
