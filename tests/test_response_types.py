@@ -76,9 +76,11 @@ def test_interval_probability_is_accurate_in_both_tails_and_at_open_ends(backend
     from benchmirt_bayes.response_types.base import PYTENSOR
     from benchmirt_bayes.response_types.cutpoints import interval_log_probability
 
-    eta = np.repeat(np.linspace(-60.0, 60.0, 121), 4)
-    lower = np.tile([-np.inf, -1.0, 0.5, 2.0], 121)
-    upper = np.tile([-0.5, np.inf, 0.6, 30.0], 121)
+    # far tails too: η of ±900 and cutpoints a million away, where both sigmoids underflow
+    # (an optimiser's random draws of wide cutpoints get there; the log density must not be −∞)
+    eta = np.repeat(np.concatenate([np.linspace(-60.0, 60.0, 121), [-900.0, 900.0]]), 5)
+    lower = np.tile([-np.inf, -1.0, 0.5, 2.0, 1e6], 123)
+    upper = np.tile([-0.5, np.inf, 0.6, 30.0, 2e6], 123)
     expected = _reference_interval(lower, upper, eta)
     if backend == "numpy":
         got = interval_log_probability(lower, upper, eta)

@@ -312,6 +312,7 @@ class PyTensorNamespace:
     exp = staticmethod(pt.exp)
     log = staticmethod(pt.log)
     log1p = staticmethod(pt.log1p)
+    expm1 = staticmethod(pt.expm1)
     where = staticmethod(pt.switch)
     equal = staticmethod(pt.eq)
     concatenate = staticmethod(pt.concatenate)

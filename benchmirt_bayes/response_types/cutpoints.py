@@ -12,23 +12,25 @@ from typing import Any
 import numpy as np
 import pytensor.tensor as pt
 
-from benchmirt_bayes.response_types.base import PYTENSOR, sigmoid
+from benchmirt_bayes.response_types.base import PYTENSOR, sigmoid, softplus
 
 
 def interval_log_probability(lower: Any, upper: Any, eta: Any, xp: Any = np) -> Any:
     """``log(σ(η − lower) − σ(η − upper))``: a logistic latent ``η + ε`` between two cutpoints.
 
-    ``lower = −∞`` or ``upper = +∞`` are allowed. With ``a = η − lower > b = η − upper``,
-    ``σ(a) − σ(b) = σ(−b) − σ(−a)``; the form whose two terms are further from 1 is used
-    (``a + b > 0`` flips), so the difference never cancels two numbers close to 1 and stays
-    accurate to relative rounding error unless both ``|a|`` and ``|b|`` exceed about 700
-    (where ``σ`` underflows). Two sigmoids and one log per cell: this is the graded and
-    ordered-beta likelihood's inner loop.
+    ``lower = −∞`` or ``upper = +∞`` are allowed (not both). With ``h = η − lower >
+    l = η − upper``, ``σ(h) − σ(l) = eʰ(1 − eˡ⁻ʰ) / ((1 + eʰ)(1 + eˡ))``, so the log is
+    ``h − softplus(h) − softplus(l) + log(−expm1(l − h))``: no difference of two
+    probabilities is taken, and it stays finite and accurate however far ``η`` lies from the
+    cutpoints (a difference of sigmoids is 0 − 0 once both underflow, which an optimiser's
+    random draws of wide cutpoints reach). Where ``h + l > 0`` the interval is mirrored
+    (``σ(h) − σ(l) = σ(−l) − σ(−h)``) so that ``h`` is never ``+∞`` at an open lower end.
+    This is the graded and ordered-beta likelihood's inner loop.
     """
     high, low = eta - lower, eta - upper
     flip = (high + low) > 0
     high, low = xp.where(flip, -low, high), xp.where(flip, -high, low)
-    return xp.log(sigmoid(high, xp) - sigmoid(low, xp))
+    return high - softplus(high, xp) - softplus(low, xp) + xp.log(-xp.expm1(low - high))
 
 
 def interval_score(lower: Any, upper: Any, eta: np.ndarray) -> np.ndarray:
