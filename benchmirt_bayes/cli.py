@@ -262,6 +262,11 @@ def _add_data_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--filter", nargs="+", default=None, help="lm-eval filter: NAME, or TASK=NAME pairs")
     group.add_argument("--split", default=None, help="HELM: the split to read (default test)")
     group.add_argument(
+        "--run",
+        default=None,
+        help="lm-eval: the rerun to read, by the date in its file names (default newest)",
+    )
+    group.add_argument(
         "--response-type", nargs="+", default=None, help="TYPE for all items, or BENCHMARK=TYPE pairs"
     )
     group.add_argument("--llm-col", default="llm", help="LLM id column")
@@ -588,6 +593,7 @@ def _loader_options(args: argparse.Namespace) -> dict[str, Any]:
         "metric": _pairs(args.metric, "--metric"),
         "filter": _pairs(args.filter, "--filter"),
         "split": args.split,
+        "run": args.run,
         "response_type": _pairs(args.response_type, "--response-type"),
     }
 
@@ -699,7 +705,7 @@ def _info(args: argparse.Namespace) -> int:
         )
         name = FORMAT_TITLES[fmt]
         if fmt in harness_formats.READERS:  # what each task's files offer, and what is read
-            options = {k: options[k] for k in ("metric", "filter", "split") if options[k] is not None}
+            options = {k: options[k] for k in ("metric", "filter", "split", "run") if options[k] is not None}
             long, _ = harness_formats.READERS[fmt](path, **options)
             read = long.attrs.get(harness_formats.READ_ATTR, [])
     responses = _load_data(args)

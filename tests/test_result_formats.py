@@ -429,3 +429,60 @@ def test_lm_eval_and_opencompass_fixtures_equal_their_own_aggregates():
         items = [i for i in row.index if i.startswith(f"{result_file.stem}:")]
         accuracy = json.loads(result_file.read_text())["accuracy"]
         assert 100 * row[items].mean() == pytest.approx(accuracy)
+
+
+def test_lm_eval_reruns_newest_by_default_and_run_chooses_by_date(tmp_path):
+    import json
+
+    folder = tmp_path / "lm_eval"
+    shutil.copytree(FIXTURES / "lm_eval", folder)
+    first, later = "2024-06-01T10-00-00.123456", "2024-07-15T08-30-00.000001"
+    for model_dir in folder.iterdir():  # a rerun of mmlu_anatomy with every answer flipped
+        lines = (model_dir / f"samples_mmlu_anatomy_{first}.jsonl").read_text().splitlines()
+        flipped = [json.dumps(r | {"acc": 1.0 - r["acc"]}) for r in map(json.loads, lines)]
+        (model_dir / f"samples_mmlu_anatomy_{later}.jsonl").write_text("\n".join(flipped) + "\n")
+        shutil.copy(model_dir / f"results_{first}.json", model_dir / f"results_{later}.json")
+    options = {
+        "metric": {"mmlu_anatomy": "acc", "gsm8k": "exact_match", "ifeval": "prompt_level_strict_acc"},
+        "filter": {"gsm8k": "strict-match"},
+    }
+    newest = load_responses(folder, **options)
+    chosen = load_responses(folder, run="2024-06-01", **options)
+    original = load_responses(FIXTURES / "lm_eval", **options)
+    anatomy = [i for i in original.items if i.startswith("mmlu_anatomy:")]
+    assert (newest.data.sel(item=anatomy) == 1 - original.data.sel(item=anatomy)).all()
+    assert chosen.data.equals(original.data)
+    for results_file in (FIXTURES / "lm_eval").rglob("results_*.json"):  # the file's own aggregate
+        results = json.loads(results_file.read_text())
+        mean = chosen.data.sel(llm=results["model_name"], item=anatomy).mean().item()
+        assert mean == pytest.approx(results["results"]["mmlu_anatomy"]["acc,none"])
+    # a date that names no log of some model and task: every such pair and its dates, once
+    with pytest.raises(
+        ResponseDataError, match=r"task 'gsm8k': 0 logs dated '2024-07'.*2024-06-01T10"
+    ) as info:
+        load_responses(folder, run="2024-07", **options)
+    assert len(info.value.problems) == 5  # 2 models × gsm8k, ifeval, and the closing line
+    with pytest.raises(ValueError, match="run= chooses among lm-evaluation-harness reruns"):
+        load_responses(FIXTURES / "helm", run="2024-06-01")
+    with pytest.raises(ResponseDataError, match=r"0\.4\.3 and later"):
+        load_responses(FIXTURES / "lm_eval_0.4.0", run="2024-06-01")
+
+
+def test_info_names_the_rerun_it_reads(tmp_path, capsys):
+    folder = tmp_path / "lm_eval"
+    shutil.copytree(FIXTURES / "lm_eval", folder)
+    for model_dir in folder.iterdir():
+        shutil.copy(
+            model_dir / "samples_ifeval_2024-06-01T10-00-00.123456.jsonl",
+            model_dir / "samples_ifeval_2024-08-01T00-00-00.000000.jsonl",
+        )
+    args = ["info", str(folder), "--metric", "mmlu_anatomy=acc", "gsm8k=exact_match"]
+    args += ["ifeval=prompt_level_strict_acc", "--filter", "gsm8k=strict-match"]
+    assert main(args) == 0
+    assert "samples_ifeval_2024-08-01T00-00-00.000000.jsonl of 2 runs (newest)" in capsys.readouterr().out
+    assert main([*args, "--run", "2024-06"]) == 0
+    assert (
+        "samples_ifeval_2024-06-01T10-00-00.123456.jsonl of 2 runs (run='2024-06')" in capsys.readouterr().out
+    )
+    assert main([*args, "--run", "2024-08"]) != 0  # only ifeval was rerun then
+    assert "task 'gsm8k': 0 logs dated '2024-08'" in capsys.readouterr().err

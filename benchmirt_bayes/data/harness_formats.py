@@ -229,6 +229,7 @@ def read_lm_eval(
     *,
     metric: str | Mapping[str, str] | None = None,
     filter: str | Mapping[str, str] | None = None,
+    run: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """lm-evaluation-harness per-sample logs (``--log_samples``), of every version since 0.4.0.
 
@@ -243,12 +244,23 @@ def read_lm_eval(
     Items are ``<task>:<doc_id>``; the benchmark is the task's top-level group in
     ``group_subtasks`` (``mmlu`` for ``mmlu_anatomy``), else the task, and the subgroup is
     the task. ``metric`` (default ``acc``) and ``filter`` may be mappings per task; a task
-    that logs several filters needs ``filter``.
+    that logs several filters needs ``filter``. ``run`` chooses among reruns of 0.4.3+ logs
+    by the date in their file names (``"2024-06-01"`` or the full
+    ``"2024-06-01T10-00-00.123456"``; a prefix): every model and task must have exactly one
+    log of that date, else the error lists the dates each has.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise ResponseDataError([f"folder not found: {folder}"])
-    logs = _sample_logs(folder) or _array_logs(folder)
+    logs = _sample_logs(folder, run)
+    if run is not None and not logs:
+        raise ResponseDataError(
+            [
+                f"run={run!r} chooses among dated samples_<task>_<date>.jsonl logs (0.4.3 and later); "
+                f"{folder} has none"
+            ]
+        )
+    logs = logs or _array_logs(folder)
     if not logs:
         raise ResponseDataError(
             [
@@ -337,20 +349,39 @@ class _SampleLog:
     variant: str
 
 
-def _sample_logs(folder: Path) -> list[_SampleLog]:
-    """0.4.3 and later: the newest ``samples_<task>_<date>.jsonl`` per model folder and task."""
+def _sample_logs(folder: Path, run: str | None = None) -> list[_SampleLog]:
+    """0.4.3 and later: one ``samples_<task>_<date>.jsonl`` per model folder and task.
+
+    The newest, or the one whose date starts with ``run``.
+    """
     files = sorted(folder.rglob("samples_*.jsonl"))
     refuse_git_lfs_pointers([*files, *folder.rglob("results*.json")], folder)
-    newest: dict[tuple[Path, str], Path] = {}
-    for file in files:
+    runs: dict[tuple[Path, str], dict[str, Path]] = {}
+    for file in files:  # sorted: within a model and task, the latest date comes last
         match = _SAMPLES_FILE.match(file.name)
         task = match["task"] if match else file.stem.removeprefix("samples_")
-        newest[(file.parent, task)] = file  # sorted: the last one has the latest date
+        runs.setdefault((file.parent, task), {})[match["date"] if match else ""] = file
+    chosen, problems = {}, []
+    for key, dated in runs.items():
+        picked = list(dated) if run is None else [d for d in dated if d and d.startswith(str(run))]
+        if run is not None and len(picked) != 1:
+            where = f"{key[0].relative_to(folder) if key[0] != folder else '.'}, task {key[1]!r}"
+            dates = ", ".join(d or "(undated)" for d in dated)
+            problems.append(f"{where}: {len(picked)} logs dated {run!r} (its logs: {dates})")
+            continue
+        chosen[key] = (dated[picked[-1]], len(dated))
+    if problems:
+        raise ResponseDataError([*problems, "run= must name one log per model and task"], source=str(folder))
     logs = []
-    for (model_dir, task), file in newest.items():
-        model, groups = _lm_eval_results(model_dir, folder)
+    for (model_dir, task), (file, n_runs) in chosen.items():
+        model, groups = _lm_eval_results(model_dir, folder, _SAMPLES_FILE.match(file.name))
         reader = functools.partial(_json_lines, file)
-        logs.append(_SampleLog(model, task, file, groups, reader, "0.4.3+ samples_<task>_<date>.jsonl"))
+        variant = "0.4.3+ samples_<task>_<date>.jsonl" + (
+            f"; {file.name} of {n_runs} runs ({'run=' + repr(run) if run else 'newest'})"
+            if n_runs > 1
+            else ""
+        )
+        logs.append(_SampleLog(model, task, file, groups, reader, variant))
     return logs
 
 
@@ -412,13 +443,19 @@ def _array_records(file: Path, filter_names: list[str]) -> list[tuple[int, Any]]
     return records
 
 
-def _lm_eval_results(model_dir: Path, root: Path) -> tuple[str, dict[str, str]]:
-    """The model name and the task → parent-group map from a model folder's newest results file."""
+def _lm_eval_results(
+    model_dir: Path, root: Path, samples: re.Match | None = None
+) -> tuple[str, dict[str, str]]:
+    """The model name and the task → parent-group map from a model folder's results file.
+
+    The one of the same date as the ``samples`` log when it exists, else the newest.
+    """
     results = sorted(model_dir.glob("results_*.json"))
     fallback = str(model_dir.relative_to(root)) if model_dir != root else model_dir.name
     if not results:
         return fallback, {}
-    data = _json_file(results[-1])
+    same_run = [r for r in results if samples is not None and r.stem == f"results_{samples['date']}"]
+    data = _json_file((same_run or results)[-1])
     name = data.get("model_name") or fallback
     parent = {}
     for group, members in (data.get("group_subtasks") or {}).items():

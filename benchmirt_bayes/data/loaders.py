@@ -75,6 +75,7 @@ def load_responses(
     metric: str | Mapping[str, str] | None = None,
     filter: str | Mapping[str, str] | None = None,
     split: str | None = None,
+    run: str | None = None,
     binarize: float | None = None,
     response_type: str | Mapping[str, str] | None = None,
 ) -> ResponseMatrix:
@@ -128,6 +129,10 @@ def load_responses(
     split
         ``helm``: the split whose instances to read (default ``"test"``, the one HELM
         reports; ``"valid"`` for the others). Splits are never pooled.
+    run
+        ``lm_eval`` (0.4.3 and later): which rerun to read, by the date in its log's file
+        name (``"2024-06-01"``, or the whole ``"2024-06-01T10-00-00.123456"``); default the
+        newest of each model and task.
     binarize
         Threshold for continuous scores: ``score >= binarize`` becomes 1 (only when asked:
         scores are otherwise kept as they are).
@@ -181,11 +186,12 @@ def load_responses(
         format = detect_format(source)
     if split is not None and format != "helm":
         raise ValueError(f"split= chooses a HELM run's split; {label} is read as {format!r}")
+    if run is not None and format != "lm_eval":
+        raise ValueError(f"run= chooses among lm-evaluation-harness reruns; {label} is read as {format!r}")
     common = {"benchmark": benchmark, "subgroup_col": subgroup_col, "binarize": binarize}
     if format in harness_formats.READERS:
         options = {"metric": metric, "filter": filter}
-        if split is not None:
-            options["split"] = split
+        options |= {name: value for name, value in (("split", split), ("run", run)) if value is not None}
         long, found_meta = harness_formats.READERS[format](source, **options)
         matrix = from_long_frame(
             long,
