@@ -486,3 +486,51 @@ def test_info_names_the_rerun_it_reads(tmp_path, capsys):
     )
     assert main([*args, "--run", "2024-08"]) != 0  # only ifeval was rerun then
     assert "task 'gsm8k': 0 logs dated '2024-08'" in capsys.readouterr().err
+
+
+def test_helm_reads_the_main_metric_and_split_of_the_runs_group_in_schema_json(tmp_path):
+    import json
+
+    def with_quasi_exact_match(entries):  # each instance also scored by a second stat, 1 − exact_match
+        entries = _with_valid_instance(entries)
+        for entry in entries:
+            for stat in list(entry["stats"]):
+                if stat["name"]["name"] == "exact_match":
+                    other = {**stat, "name": {**stat["name"], "name": "quasi_exact_match"}}
+                    entry["stats"].append(other | {"mean": 1.0 - stat["mean"], "sum": 1.0 - stat["sum"]})
+        return entries
+
+    folder = _helm_copy(tmp_path, with_quasi_exact_match)
+    exact = load_responses(folder)  # no schema.json: exact_match on the test split
+    suite = folder / "benchmark_output" / "runs" / "v1"
+    schema = {  # as helm-summarize writes it: run groups with their environment
+        "run_groups": [
+            {"name": "core_scenarios", "subgroups": ["mmlu"]},
+            {"name": "mmlu", "environment": {"main_name": "quasi_exact_match", "main_split": "test"}},
+        ]
+    }
+    (suite / "schema.json").write_text(json.dumps(schema))
+    main_metric = load_responses(folder)
+    assert (main_metric.data == 1 - exact.data).all()
+    assert load_responses(folder, metric="exact_match").data.equals(exact.data)  # metric= still wins
+    schema["run_groups"][1]["environment"]["main_split"] = "valid"
+    (suite / "schema.json").write_text(json.dumps(schema))
+    valid = load_responses(folder)
+    assert list(valid.items) == ["mmlu:subject=anatomy,method=multiple_choice_joint/id99"]
+    assert load_responses(folder, split="test").n_items == 3  # split= still wins
+    assert main(["info", str(folder)]) == 0
+
+
+def test_info_says_helm_metric_came_from_schema(tmp_path, capsys):
+    import json
+
+    folder = _helm_copy(tmp_path, lambda entries: entries)
+    schema = {
+        "run_groups": [{"name": "mmlu", "environment": {"main_name": "exact_match", "main_split": "test"}}]
+    }
+    (folder / "benchmark_output" / "runs" / "v1" / "schema.json").write_text(json.dumps(schema))
+    assert main(["info", str(folder)]) == 0
+    assert (
+        "stats: ['exact_match', 'num_prompt_tokens']; schema.json's main metric of 'mmlu')"
+        in capsys.readouterr().out
+    )

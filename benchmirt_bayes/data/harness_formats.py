@@ -631,19 +631,21 @@ def read_helm(
     ``<run name without model=…>/<instance_id>`` (the same scenario and adaptation across
     models); the benchmark is the run's first group (else the scenario name) and the
     subgroup the run name without the model. Unperturbed instances of one split only
-    (``split``, default ``"test"``, as HELM reports; a run without it names the splits it
-    has); the metric (default ``exact_match``, or a mapping per benchmark) is each stat's
-    ``mean``. Problems are gathered per kind, each naming every run it concerns: a metric
-    no instance has (with the stats the runs do have), instances of the split without the
-    metric or with no value, runs with several train trials.
+    (``split``; a run without it names the splits it has); the metric (or a mapping per
+    benchmark) is each stat's ``mean``. By default both are what HELM reports for the run:
+    the ``main_name`` and ``main_split`` of the first of the run's groups that
+    ``helm-summarize``'s ``schema.json`` (in the suite folder) gives them, else
+    ``exact_match`` and ``"test"``. Problems are gathered per kind, each naming every run it
+    concerns: a metric no instance has (with the stats the runs do have), instances of the
+    split without the metric or with no value, runs with several train trials.
     """
     folder = Path(folder)
     stats_files = sorted(folder.rglob("per_instance_stats.json"))
     if not stats_files:
         raise ResponseDataError([f"no per_instance_stats.json under {folder}"])
     refuse_git_lfs_pointers([*stats_files, *folder.rglob("run_spec.json")], folder)
-    split = "test" if split is None else str(split)
     rows, meta, problems, read = [], {}, [], {}
+    schemas: dict[Path, dict] = {}
     without_metric: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     without_split: dict[tuple[str, ...], list[str]] = {}
     incomplete: list[str] = []
@@ -664,7 +666,11 @@ def read_helm(
         groups = spec.get("groups") or []
         benchmark = str(groups[0]) if groups else scenario.split(":")[0]
         benchmarks.add(benchmark)
-        name = _task_setting(metric, benchmark) or ("exact_match" if metric is None else None)
+        main = _helm_main(run.parent, groups, schemas)
+        name = _task_setting(metric, benchmark) or (
+            main.get("main_name", "exact_match") if metric is None else None
+        )
+        run_split = main.get("main_split", "test") if split is None else str(split)
         if name is None:
             problems.append(f"{run.name}: benchmark {benchmark!r} has no entry in the metric mapping")
             continue
@@ -679,7 +685,7 @@ def read_helm(
             stat_names.update(str(st.get("name", {}).get("name")) for st in stats)
             entry_splits = {st.get("name", {}).get("split") for st in stats} - {None}
             splits.update(entry_splits)
-            if entry_splits and split not in entry_splits:
+            if entry_splits and run_split not in entry_splits:
                 continue
             value = next((st for st in stats if st.get("name", {}).get("name") == name), None)
             chosen.append((entry, value))
@@ -687,11 +693,12 @@ def read_helm(
             without_metric.setdefault((name, tuple(sorted(stat_names))), []).append(run.name)
             continue
         if not chosen:
-            without_split.setdefault(tuple(sorted(map(str, splits))), []).append(run.name)
+            without_split.setdefault((run_split, tuple(sorted(map(str, splits)))), []).append(run.name)
             continue
+        source = f"; schema.json's main metric of {main['group']!r}" if "group" in main else ""
         read[scenario] = (
-            f"stat {name!r}, split {split!r} "
-            f"(splits: {sorted(map(str, splits))}; stats: {sorted(stat_names)})"
+            f"stat {name!r}, split {run_split!r} "
+            f"(splits: {sorted(map(str, splits))}; stats: {sorted(stat_names)}{source})"
         )
         missing = 0
         for entry, value in chosen:
@@ -709,18 +716,46 @@ def read_helm(
             f"no unperturbed instance has the stat {name!r} in {len(runs)} run(s) "
             f"({limit_listing(runs, 5)}); their stats: {limit_listing(available, 30)}; pass metric="
         )
-    for found, runs in without_split.items():
+    for (wanted, found), runs in without_split.items():
         problems.append(
-            f"{len(runs)} run(s) have no {split!r} instances ({limit_listing(runs, 5)}); their splits: "
+            f"{len(runs)} run(s) have no {wanted!r} instances ({limit_listing(runs, 5)}); their splits: "
             f"{list(found)}; pass split="
         )
     problems += _unknown_keys(metric, "metric", benchmarks)
     if incomplete:
         problems.append(
-            f"instances of the {split!r} split without a value of the metric, in {len(incomplete)} "
+            f"instances of the chosen split without a value of the metric, in {len(incomplete)} "
             f"run(s): {limit_listing(incomplete, 5)}; choose a metric every instance has"
         )
     return _finished(rows, meta, read, problems, folder)
+
+
+def _helm_schema_groups(suite: Path) -> dict[str, dict[str, str]]:
+    """Run group → its ``environment`` (``main_name``, ``main_split``) from ``schema.json``."""
+    schema = suite / "schema.json"
+    if not schema.is_file():
+        return {}
+    groups = _json_file(schema).get("run_groups") or []
+    return {
+        str(g["name"]): {k: str(v) for k, v in (g.get("environment") or {}).items() if isinstance(v, str)}
+        for g in groups
+        if isinstance(g, dict) and "name" in g
+    }
+
+
+def _helm_main(suite: Path, groups: list, schemas: dict[Path, dict]) -> dict[str, str]:
+    """The main metric and split HELM reports for a run: those of its first group the schema gives them.
+
+    ``schemas`` caches each suite folder's schema for one read.
+    """
+    if suite not in schemas:
+        schemas[suite] = _helm_schema_groups(suite)
+    known = schemas[suite]
+    for group in map(str, groups):
+        environment = known.get(group, {})
+        if "main_name" in environment:
+            return {"group": group, **environment}
+    return {}
 
 
 def _stat_mean(stat: Mapping[str, Any] | None) -> float | None:

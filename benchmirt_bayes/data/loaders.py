@@ -121,14 +121,15 @@ def load_responses(
         ``lm_eval``, ``oll_details`` and ``helm``: the per-sample metric to read (``acc``,
         ``exact_match``, ``prompt_level_strict_acc``...), or a mapping task → metric for
         folders that mix tasks scored differently. Default: ``acc`` (lm-eval), the metric
-        the leaderboard reports per benchmark (Open LLM Leaderboard details), and
-        ``exact_match`` (HELM).
+        the leaderboard reports per benchmark (Open LLM Leaderboard details), and for HELM
+        the run group's main metric in ``helm-summarize``'s ``schema.json``, else
+        ``exact_match``.
     filter
         ``lm_eval``: the filter whose rows to read (``strict-match``, ...) for tasks that
         log several; a mapping task → filter works too.
     split
-        ``helm``: the split whose instances to read (default ``"test"``, the one HELM
-        reports; ``"valid"`` for the others). Splits are never pooled.
+        ``helm``: the split whose instances to read (default: the one HELM reports, the run
+        group's main split in ``schema.json``, else ``"test"``). Splits are never pooled.
     run
         ``lm_eval`` (0.4.3 and later): which rerun to read, by the date in its log's file
         name (``"2024-06-01"``, or the whole ``"2024-06-01T10-00-00.123456"``); default the
