@@ -260,7 +260,7 @@ def _add_data_args(parser: argparse.ArgumentParser) -> None:
         "--metric", nargs="+", default=None, help="per-sample metric: NAME, or TASK=NAME pairs"
     )
     group.add_argument("--filter", nargs="+", default=None, help="lm-eval filter: NAME, or TASK=NAME pairs")
-    group.add_argument("--split", default=None, help="HELM: the split to read (default: the main one, else test)")
+    group.add_argument("--split", default=None, help="HELM: the split to read (default: the main one)")
     group.add_argument(
         "--run",
         default=None,
