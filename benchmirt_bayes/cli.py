@@ -685,30 +685,13 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from benchmirt_bayes.data import harness_formats
-    from benchmirt_bayes.data.loaders import FORMAT_TITLES, resolve_format
+    from benchmirt_bayes.data.loaders import FORMAT_ATTR, FORMAT_TITLES, READ_ATTR
     from benchmirt_bayes.errors import limit_listing
 
-    path = Path(args.data)
-    read: list[str] = []
-    if path.suffix == ".nc":
-        name = FORMAT_TITLES["netcdf"]
-    else:
-        options = _loader_options(args)
-        fmt = resolve_format(
-            path,
-            format=options["format"],
-            item_metadata=options["item_metadata"],
-            llm_col=args.llm_col,
-            item_col=args.item_col,
-            correct_col=args.correct_col,
-        )
-        name = FORMAT_TITLES[fmt]
-        if fmt in harness_formats.READERS:  # what each task's files offer, and what is read
-            options = {k: options[k] for k in ("metric", "filter", "split", "run") if options[k] is not None}
-            long, _ = harness_formats.READERS[fmt](path, **options)
-            read = long.attrs.get(harness_formats.READ_ATTR, [])
     responses = _load_data(args)
+    attrs = responses.data.attrs
+    name = FORMAT_TITLES["netcdf" if Path(args.data).suffix == ".nc" else attrs[FORMAT_ATTR]]
+    read = attrs.get(READ_ATTR, "").splitlines()
     print(f"format: {name}")
     if read:
         print("read (per task: what is read, and what the files offer):")

@@ -452,6 +452,8 @@ def test_lm_eval_reruns_newest_by_default_and_run_chooses_by_date(tmp_path):
     anatomy = [i for i in original.items if i.startswith("mmlu_anatomy:")]
     assert (newest.data.sel(item=anatomy) == 1 - original.data.sel(item=anatomy)).all()
     assert chosen.data.equals(original.data)
+    assert newest.data.attrs["format"] == "lm_eval"  # what was read travels with the matrix
+    assert f"samples_mmlu_anatomy_{later}.jsonl of 2 runs (newest)" in newest.data.attrs["read"]
     for results_file in (FIXTURES / "lm_eval").rglob("results_*.json"):  # the file's own aggregate
         results = json.loads(results_file.read_text())
         mean = chosen.data.sel(llm=results["model_name"], item=anatomy).mean().item()

@@ -219,6 +219,9 @@ def load_responses(
         )
     if llm_metadata is not None:
         matrix = with_llm_metadata(matrix, read_table(llm_metadata), llm_col=llm_col)
+    matrix.data.attrs[FORMAT_ATTR] = format
+    if format in harness_formats.READERS:
+        matrix.data.attrs[READ_ATTR] = "\n".join(long.attrs.get(harness_formats.READ_ATTR, []))
     return matrix
 
 
@@ -236,24 +239,11 @@ FORMAT_TITLES = {
 }
 """Plain names of the formats (what ``benchmirt info`` prints)."""
 
-
-def resolve_format(
-    source: TableLike,
-    *,
-    format: Format = "auto",
-    item_metadata: TableLike | None = None,
-    llm_col: str = "llm",
-    item_col: str = "item",
-    correct_col: str = "correct",
-) -> str:
-    """The format :func:`load_responses` reads ``source`` in (``format`` itself unless ``"auto"``)."""
-    if format != "auto":
-        return format
-    found = detect_format(source)
-    if found != "table":
-        return found
-    meta = None if item_metadata is None else read_table(item_metadata)
-    return _table_orientation(read_table(source), meta, llm_col, item_col, correct_col, _label(source))
+FORMAT_ATTR = "format"
+"""``matrix.data.attrs[FORMAT_ATTR]``: the format :func:`load_responses` read the data as."""
+READ_ATTR = "read"
+"""``matrix.data.attrs[READ_ATTR]``: evaluation-tool formats: per task (one line each) what was
+read and what else the files offer."""
 
 
 PYIRT_SUFFIXES = (".jsonl", ".jsonlines")
