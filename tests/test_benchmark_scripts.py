@@ -20,7 +20,7 @@ def test_harness_smoke_run_writes_its_table(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     table = pd.read_csv(tmp_path / "harness.csv")
     configs = {"reference_pymc", "package_nuts", "package_nuts_advi_init", "package_nuts_depth5_thin2"}
-    configs |= {"package_advi"}
+    configs |= {"package_nuts_low_rank", "package_mclmc", "package_advi"}
     assert set(table["config"]) == configs | {"minibatch_advi", "logp_grad", "pyirt"}
     assert table.set_index("config").loc["pyirt", "note"].startswith("not run")  # no py-irt env in CI
     assert "error" not in table or table["error"].isna().all()

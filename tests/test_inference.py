@@ -94,6 +94,40 @@ def test_fit_is_reproducible_from_its_attrs(tiny_sim):
     np.testing.assert_allclose(again["posterior"]["ability"], fit["posterior"]["ability"])
 
 
+def test_nutpie_kernel_and_adaptation_reach_the_sampler_and_the_attrs(tiny_sim, monkeypatch):
+    import nutpie
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        raise Stop
+
+    with monkeypatch.context() as patch:
+        patch.setattr(nutpie, "sample", spy)
+        with pytest.raises(Stop):
+            fit_posterior(tiny_sim.responses, 1, method="nuts", nuts={"kernel": "mclmc"}, progressbar=False)
+    assert seen["sampler"] == "mclmc" and seen["adaptation"] == "diag" and "maxdepth" not in seen
+    nuts = {"draws": 30, "tune": 30, "chains": 1, "adaptation": "low_rank"}
+    fit = fit_posterior(tiny_sim.responses, 1, method="nuts", nuts=nuts, seed=3, progressbar=False)
+    settings, _, _ = fit_settings_from_attrs(fit)
+    assert (settings.nuts.kernel, settings.nuts.adaptation) == ("nuts", "low_rank")
+
+
+def test_non_finite_draws_are_one_clear_error(tiny_sim):
+    fit = fit_posterior(
+        tiny_sim.responses, 2, method="advi", seed=1, progressbar=False, advi={"draws": 20, "max_steps": 300}
+    )
+    settings, seed, _restarts = fit_settings_from_attrs(fit)
+    raw = fit_once(tiny_sim.responses, settings, seed)
+    raw.posterior["loading"][0, 3] = np.nan
+    with pytest.raises(FloatingPointError, match="non-finite draws of loading"):
+        assemble_posterior(tiny_sim.responses, settings, [raw], seed)
+
+
 def test_missing_sampler_names_the_extra(tiny_sim, monkeypatch):
     import builtins
 
@@ -127,6 +161,9 @@ def test_missing_sampler_names_the_extra(tiny_sim, monkeypatch):
         ({"nuts": {"thinning": 2}}, r"unknown nuts setting\(s\) \['thinning'\]"),
         ({"method": "advi", "advi": {"max_steps": 0}}, "max_steps must be a positive integer"),
         ({"method": "map", "advi": {"draws": 5}}, "advi settings apply to ADVI fits"),
+        ({"nuts": {"kernel": "hmc"}}, "kernel must be one of"),
+        ({"nuts": {"adaptation": "dense"}}, "adaptation must be one of"),
+        ({"nuts": {"kernel": "mclmc", "sampler": "pymc"}}, "kernel='mclmc' is nutpie's"),
     ],
 )
 def test_bad_arguments_are_explained(tiny_sim, kwargs, message):

@@ -503,6 +503,8 @@ def _run_nuts(
             initvals=initvals,
             thin=settings.thin,
             compiled=nutpie_model,
+            kernel=settings.kernel,
+            adaptation=settings.adaptation,
             **common,
         )
         return posterior, thin_sample_stats(stats, settings.thin)
@@ -574,6 +576,12 @@ def assemble_posterior(
     posterior = xr.concat(posteriors, dim="chain") if len(posteriors) > 1 else posteriors[0]
     sample_stats = xr.concat(stats, dim="chain") if any(s.data_vars for s in stats) else stats[0]
     spec = settings.spec
+    broken = [name for name, values in posterior.data_vars.items() if not np.isfinite(values.values).all()]
+    if broken:
+        raise FloatingPointError(
+            f"the sampler returned non-finite draws of {', '.join(broken)} (settings: {settings.method}, "
+            f"{settings.nuts or settings.advi}); the chains did not settle: run longer or use the defaults"
+        )
     posterior = _identify_in_place(posterior, rotate=not spec.is_confirmatory)
     if responses is not None:
         posterior = draw_ceilings(posterior, responses, seed)

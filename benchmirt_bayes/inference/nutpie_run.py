@@ -63,6 +63,8 @@ def sample_nutpie(
     progressbar: bool,
     thin: int = 1,
     compiled: Any = None,
+    kernel: str = "nuts",
+    adaptation: str = "diag",
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """Sample ``model`` with nutpie's NUTS and return ``(posterior, sample_stats)`` in memory.
 
@@ -91,6 +93,8 @@ def sample_nutpie(
         ``model`` already compiled by :func:`compile_nutpie`; it samples the data ``model``
         holds now (its shared observations, :mod:`benchmirt_bayes.model.shared_data`).
         ``None`` compiles ``model`` here.
+    kernel, adaptation
+        nutpie's ``sampler`` (``"nuts"`` or ``"mclmc"``) and mass-matrix ``adaptation``.
 
     Returns
     -------
@@ -119,8 +123,10 @@ def sample_nutpie(
             save_warmup=False,
             progress_bar=progressbar,
             target_accept=target_accept,
-            maxdepth=max_treedepth,
             zarr_store=store,
+            sampler=kernel,
+            adaptation=adaptation,
+            **({"maxdepth": max_treedepth} if kernel == "nuts" else {}),
         )
         posterior = trace["posterior"].to_dataset()[list(var_names)]
         posterior = posterior.isel(draw=kept_draws(thin)).load()

@@ -21,6 +21,8 @@ Method = Literal["auto", "nuts", "advi", "fullrank_advi", "map"]
 METHODS: tuple[str, ...] = Method.__args__
 Sampler = Literal["nutpie", "numpyro", "pymc"]
 NutsInit = Literal["auto", "prior", "advi"]
+Kernel = Literal["nuts", "mclmc"]
+MassAdaptation = Literal["diag", "low_rank"]
 Auto = Literal["auto"]
 AdviInit = Literal["spectral", "prior"]
 AdviStopping = Literal["noise", "relative"]
@@ -70,6 +72,13 @@ class NutsSettings:
         Where chains start: ``"prior"`` (the sampler's own jittered start) or ``"advi"``
         (the mean of a mean-field ADVI fit run first in each restart, with the
         :class:`AdviSettings` of the fit; chains then start there without jitter).
+    kernel
+        nutpie's transition kernel: ``"nuts"`` (default) or ``"mclmc"`` (microcanonical
+        Langevin Monte Carlo: fixed-length trajectories, no tree; ``max_treedepth`` does
+        not apply).
+    adaptation
+        nutpie's mass-matrix adaptation: ``"diag"`` (default) or ``"low_rank"`` (diagonal
+        plus the leading eigenvectors of the draws' and gradients' covariance).
 
     ``init``, ``max_treedepth`` and ``thin`` default to ``"auto"``: resolved from the data
     by :func:`automatic_nuts` when the fit starts (ADVI start, depth 5 and every second
@@ -86,10 +95,18 @@ class NutsSettings:
     max_treedepth: int | Auto = "auto"
     thin: int | Auto = "auto"
     init: NutsInit = "auto"
+    kernel: Kernel = "nuts"
+    adaptation: MassAdaptation = "diag"
 
     def __post_init__(self) -> None:
         if self.sampler not in Sampler.__args__:
             raise ValueError(f"sampler must be one of {Sampler.__args__}, got {self.sampler!r}")
+        for name, kind in (("kernel", Kernel), ("adaptation", MassAdaptation)):
+            value = getattr(self, name)
+            if value not in kind.__args__:
+                raise ValueError(f"{name} must be one of {kind.__args__}, got {value!r}")
+            if value != kind.__args__[0] and self.sampler != "nutpie":
+                raise ValueError(f"{name}={value!r} is nutpie's; sampler is {self.sampler!r}")
         if self.init not in NutsInit.__args__:
             raise ValueError(f"init must be one of {NutsInit.__args__}, got {self.init!r}")
         for name in ("draws", "chains"):
