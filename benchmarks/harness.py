@@ -376,6 +376,8 @@ def add_ratios(table: pd.DataFrame) -> pd.DataFrame:
     for _, part in table.groupby("size"):
         nuts = part[part["config"].isin(list(NUTS_VARIANTS))]
         nuts = nuts[nuts["wall_s"].notna()] if "wall_s" in nuts else nuts.iloc[:0]
+        if "min_bulk_ess" in nuts:  # a failed row is no choice
+            nuts = nuts[nuts["min_bulk_ess"].notna()]
         default = nuts[nuts["config"] == "package_nuts"]
         if len(default) and len(nuts) > 1:
             ratio = default["wall_s"].iloc[0] / nuts["wall_s"].min()
