@@ -536,3 +536,16 @@ def test_info_says_helm_metric_came_from_schema(tmp_path, capsys):
         "stats: ['exact_match', 'num_prompt_tokens']; schema.json's main metric of 'mmlu')"
         in capsys.readouterr().out
     )
+
+
+def test_pyirt_fixture_from_py_irt_itself_is_read_cell_by_cell():
+    import json
+
+    path = FIXTURES / "pyirt" / "minitest.jsonlines"  # py-irt's own test fixture, unchanged
+    m = load_responses(path, benchmark="minitest")
+    assert detect_format(path) == "pyirt" and m.data.attrs["format"] == "pyirt"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert m.n_llms == 4 and m.n_items == 4 and m.n_observed == 16
+    for line in lines:
+        for item, value in line["responses"].items():
+            assert m.data.sel(llm=line["subject_id"], item=item).item() == value
