@@ -549,3 +549,35 @@ def test_pyirt_fixture_from_py_irt_itself_is_read_cell_by_cell():
     for line in lines:
         for item, value in line["responses"].items():
             assert m.data.sel(llm=line["subject_id"], item=item).item() == value
+
+
+def test_inspect_reads_samples_of_the_newest_log_only(tmp_path, monkeypatch):
+    import json
+    import zipfile
+
+    from benchmirt_bayes.data import harness_formats
+
+    source = FIXTURES / "inspect" / "log_read_sample.eval"
+    with zipfile.ZipFile(source) as archive:
+        created = json.loads(archive.read("header.json"))["eval"]["created"]
+    older = tmp_path / "older.eval"  # the same run, logged a year earlier, every sample unscored
+    with zipfile.ZipFile(source) as archive, zipfile.ZipFile(older, "w") as out:
+        for name in archive.namelist():
+            content = json.loads(archive.read(name))
+            if name == "header.json":
+                content["eval"]["created"] = str(int(created[:4]) - 1) + created[4:]
+            elif name.startswith("samples/"):
+                content["scores"] = {}
+            out.writestr(name, json.dumps(content))
+    shutil.copy(source, tmp_path / "newer.eval")
+    reads = []
+    real = harness_formats._inspect_log
+
+    def counted(path, samples=True):
+        reads.append((path.name, samples))
+        return real(path, samples)
+
+    monkeypatch.setattr(harness_formats, "_inspect_log", counted)
+    m = load_responses(tmp_path)
+    assert m.data.equals(load_responses(source).data)  # the newest log, whole
+    assert ("older.eval", True) not in reads and reads.count(("newer.eval", True)) == 1

@@ -903,14 +903,22 @@ def read_inspect(
     source = Path(source)
     files = [source] if source.is_file() else sorted([*source.rglob("*.eval"), *source.rglob("*.json")])
     refuse_git_lfs_pointers(files, source)
-    logs = [log for file in files if (log := _inspect_log(file)) is not None]
-    if not logs:
-        raise ResponseDataError([f"no Inspect AI logs (.eval archives or .json logs) in {source}"])
-    newest: dict[tuple[str, str], tuple[str, Path, dict, list]] = {}
-    for created, file, header, samples in sorted(logs, key=lambda log: (log[0], str(log[1]))):
+    newest: dict[tuple[str, str], tuple[str, Path, dict, list | None]] = {}
+    for file in files:  # headers first: an archive's samples are read only for the log that is kept
+        log = _inspect_log(file, samples=file.suffix == ".json")  # a .json log is one document
+        if log is None:
+            continue
+        created, _, header, samples = log
         spec = header["eval"]
         task = str(spec.get("task_display_name") or str(spec.get("task", file.stem)).split("/")[-1])
-        newest[(str(spec.get("model")), task)] = (created, file, header, samples)
+        key = (str(spec.get("model")), task)
+        if key not in newest or (created, str(file)) > (newest[key][0], str(newest[key][1])):
+            newest[key] = (created, file, header, samples if file.suffix == ".json" else None)
+    if not newest:
+        raise ResponseDataError([f"no Inspect AI logs (.eval archives or .json logs) in {source}"])
+    for key, (created, file, header, samples) in newest.items():
+        if samples is None:
+            newest[key] = (created, file, header, (_inspect_log(file) or (None, None, None, []))[3])
     epoch = _inspect_epoch(filter)
     rows, meta, problems, read = [], {}, [], {}
     problems += _unknown_keys(metric, "metric", {task for _, task in newest})
