@@ -220,7 +220,7 @@ def test_an_item_metadata_column_of_options_sets_each_floor_prior_centre():
 
 def test_the_model_terms_equal_the_layout_log_likelihood_with_floors_and_ceilings():
     responses = simulate_benchmirt(scale=0.01, n_llms=25, seed=1, asymptotes=PLAN).responses
-    model = build_model(responses, 2, spec=SPEC)
+    model = build_model(responses, 2, spec=SPEC, likelihood="cells")
     assert [rv.name for rv in model.observed_RVs] == ["correct", "correct_asymptotic"]
     assert [p.name for p in model.potentials] == ["correct_capped_or_not"]
     names = ["ability", "loading", "intercept", "floor", "capped_ceiling", "capped_share"]
@@ -252,15 +252,25 @@ def test_the_model_terms_equal_the_layout_log_likelihood_with_floors_and_ceiling
     assert np.isfinite(model.compile_dlogp()(point)).all()
     draws = np.asarray(pm.draw(model["correct_asymptotic"], draws=3, random_seed=1))
     assert draws.shape == (3, floored.size) and set(np.unique(draws)) <= {0, 1}
+    # the fused kernel (the default form here) gives the same total, as one observed matrix
+    fused = build_model(responses, 2, spec=SPEC)
+    assert fused.benchmirt_likelihood == "fused" and not fused.potentials
+    total = plain.sum() + floored.sum() + float(np.sum(potential))
+    (matrix,) = fused.compile_logp(vars=fused.observed_RVs, sum=False)(point)
+    assert float(np.sum(matrix)) == pytest.approx(total, rel=1e-9)
+    draws = np.asarray(pm.draw(fused["correct"], draws=2, random_seed=1))
+    assert draws.shape == (2, *responses.values.shape) and set(np.unique(draws)) <= {0, 1}
 
 
-def test_floors_need_the_cells_likelihood_and_a_sound_spec():
+def test_floors_take_the_fused_or_cells_likelihood_and_a_sound_spec():
     responses = simulate_benchmirt(scale=0.005, n_llms=12, seed=1).responses
     spec = load_spec(SPEC)
-    assert resolve_likelihood(responses, "auto", spec=spec) == "cells"
+    assert resolve_likelihood(responses, "auto", spec=spec) == "fused"
+    assert resolve_likelihood(responses, "auto", spec=spec, jax=True) == "cells"
     assert resolve_likelihood(responses, "auto", spec=load_spec(None)) == "fused"
+    assert resolve_likelihood(responses, "auto", spec=load_spec(None), jax=True) == "dense"
     with pytest.raises(ValueError, match="3PL/4PL"):
-        resolve_likelihood(responses, "fused", spec=spec)
+        resolve_likelihood(responses, "dense", spec=spec)
     with pytest.raises(ValueError, match="must be one of"):
         load_spec({"binary": {"asymptotes": "5pl"}})
     with pytest.raises(ValueError, match="at least 2"):

@@ -298,24 +298,29 @@ def resolve_likelihood(
 
     ``"auto"`` becomes ``"fused"`` (``"dense"`` when ``jax``, which has no fused
     kernel) if at least half the cells are observed, else ``"cells"``. Data with
-    non-binary items, and binary items to which ``spec`` gives floors or ceilings,
-    always use ``"cells"``.
+    non-binary items always use ``"cells"``; binary items to which ``spec`` gives floors or
+    ceilings use ``"fused"`` or ``"cells"`` (``"cells"`` with JAX).
     """
     if likelihood not in LIKELIHOOD_FORMS:
         raise ValueError(f"likelihood must be one of {LIKELIHOOD_FORMS}, got {likelihood!r}")
     if jax and likelihood == "fused":
         raise ValueError("the fused likelihood has no JAX implementation; use 'dense' or 'auto' with JAX")
-    if not responses.is_binary or (spec is not None and has_binary_asymptotes(responses, spec)):
+    if not responses.is_binary:
         if likelihood in ("fused", "dense"):
             raise ValueError(
-                f"likelihood={likelihood!r} is written for all-binary data without floors or "
-                "ceilings; data with graded, continuous or count items, or with 3PL/4PL "
-                "benchmarks, use likelihood='cells' (or 'auto')"
+                f"likelihood={likelihood!r} is written for all-binary data; data with graded, "
+                "continuous or count items use likelihood='cells' (or 'auto')"
             )
         return "cells"
+    asymptotes = spec is not None and has_binary_asymptotes(responses, spec)
+    if asymptotes and likelihood == "dense":
+        raise ValueError(
+            "likelihood='dense' is written for binary data without floors or ceilings; "
+            "3PL/4PL benchmarks use likelihood='fused' or 'cells' (or 'auto')"
+        )
     if likelihood != "auto":
         return likelihood
-    if responses.n_observed / responses.values.size < DENSE_LIKELIHOOD_MIN_SHARE:
+    if responses.n_observed / responses.values.size < DENSE_LIKELIHOOD_MIN_SHARE or (jax and asymptotes):
         return "cells"
     return "dense" if jax else "fused"
 

@@ -36,6 +36,12 @@ from benchmirt_bayes.response_types.base import (
     sigmoid,
     softplus,
 )
+from benchmirt_bayes.response_types.fused_asymptotes import (
+    FOUR_PL,
+    THREE_PL,
+    TWO_PL,
+    fused_asymptotic_loglik,
+)
 from benchmirt_bayes.response_types.fused_logit import encode_responses, fused_loglik
 
 
@@ -224,18 +230,19 @@ class BinaryLogistic(ResponseModel):
         operations (every back end, JAX included). ``"fused"``: the whole matrix through the
         one-pass kernel of :mod:`benchmirt_bayes.response_types.fused_logit` (not JAX).
 
-        Where the spec section ``prior`` gives benchmarks floors or ceilings (``"cells"``
-        only), their items' cells are a second observed variable ``<name>_asymptotic`` with
-        ``P(y = 1) = g + (u − g) σ(η)`` (:mod:`benchmirt_bayes.response_types.asymptotes`).
+        Where the spec section ``prior`` gives benchmarks floors or ceilings
+        (:mod:`benchmirt_bayes.response_types.asymptotes`), ``"fused"`` runs the 2PL/3PL/4PL
+        kernel of :mod:`benchmirt_bayes.response_types.fused_asymptotes` and ``"cells"``
+        makes their items' cells a second observed variable ``<name>_asymptotic`` with
+        ``P(y = 1) = g + (u − g) σ(η)``; ``"dense"`` is refused.
         """
         section = self.spec_section(prior)
         plan = AsymptoteItems.for_items(responses, section)
         if plan.any:
-            if form != "cells":
-                raise ValueError(
-                    f"binary items with floors or ceilings need likelihood 'cells', not {form!r}"
-                )
-            return self._asymptotic_term(name, ability, loading, intercept, responses, plan, section)
+            if form == "dense":
+                raise ValueError("binary items with floors or ceilings need likelihood 'fused' or 'cells'")
+            term = self._fused_asymptotic_term if form == "fused" else self._asymptotic_term
+            return term(name, ability, loading, intercept, responses, plan, section)
         observed = responses.observed
         if form == "fused":
             return pm.CustomDist(
@@ -269,6 +276,49 @@ class BinaryLogistic(ResponseModel):
             logp=logp,
             random=lambda eta, rng, size: self.draw(eta, rng, size),
             observed=np.where(observed, responses.values, 0).astype(np.int8),
+            dims=(LLM_DIM, ITEM_DIM),
+            dtype="int8",
+        )
+
+    def _fused_asymptotic_term(
+        self,
+        name: str,
+        ability: pt.TensorVariable,
+        loading: pt.TensorVariable,
+        intercept: pt.TensorVariable,
+        responses: Any,
+        plan: AsymptoteItems,
+        section: Mapping[str, Any],
+    ) -> pt.TensorVariable:
+        """Every cell through the one-pass kernel of :mod:`~benchmirt_bayes.response_types.fused_asymptotes`.
+
+        The observed ``name`` is over ``(llm, item)``; its prior-predictive draws draw each 4PL
+        item's capped-or-not indicator first.
+        """
+        model = pm.modelcontext(None)
+        positions = pd.Index(np.asarray(model.coords[ITEM_DIM])).get_indexer(responses.items)
+        prior = AsymptotePrior(**{key: section[key] for key in self.prior_defaults})
+        floor, ceiling, share = asymptote_variables(plan, responses.benchmarks, prior, positions)
+        kind = np.select([plan.capped, plan.floored], [FOUR_PL, THREE_PL], TWO_PL).astype(np.int8)
+
+        def random(th, a, d, g, u, s, rng, size):
+            capped = (kind == FOUR_PL) & (rng.random(np.shape(s)) < s)
+            eta = linear_predictor(th, a, d)
+            shape = (*(size or ()), th.shape[-2], a.shape[-2])
+            return self.draw(eta, rng, shape, floor=g, ceiling=np.where(capped, u, 1.0))
+
+        return pm.CustomDist(
+            name,
+            ability,
+            loading,
+            intercept,
+            floor,
+            ceiling,
+            share,
+            logp=lambda value, th, a, d, g, u, s: fused_asymptotic_loglik(value, kind, th, a, d, g, u, s),
+            random=random,
+            signature="(llm,dim),(item,dim),(item),(item),(item),(item)->(llm,item)",
+            observed=encode_responses(responses.values, responses.observed),
             dims=(LLM_DIM, ITEM_DIM),
             dtype="int8",
         )

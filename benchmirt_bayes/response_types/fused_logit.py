@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numba
 import numpy as np
@@ -154,73 +155,101 @@ def encode_responses(values: np.ndarray, observed: np.ndarray) -> np.ndarray:
     return np.where(observed, values, MISSING).astype(np.int8)
 
 
-class FusedBernoulliLogit(Op):
-    """PyTensor Op: ``(responses, ability, loading, intercept) ↦ (loglik, three gradients)``.
+class FusedKernelOp(Op):
+    """PyTensor Op around a fused kernel: ``(data…, parameters…) ↦ (loglik, one gradient per parameter)``.
 
-    Only the first output is meant to be used; its gradient is read off the
-    other three outputs of the same node, so a compiled log density + gradient
-    runs the kernel once. Runs natively in the numba back end (nutpie) and
-    through :meth:`perform` in the C and Python back ends (PyMC's NUTS, ADVI).
-    There is no JAX implementation: the JAX samplers use the ``"dense"`` form.
+    Subclasses name the numba ``kernel``, how many leading inputs are data (integer arrays
+    of the ranks in ``data_ranks``; nothing is differentiated with respect to them) and the
+    ranks of the float parameters after them. Only the first output is meant to be used;
+    its gradient is read off the other outputs of the same node, so a compiled log density
+    + gradient runs the kernel once. Runs natively in the numba back end (nutpie) and
+    through :meth:`perform` in the C and Python back ends (PyMC's NUTS, ADVI). There is no
+    JAX implementation: the JAX samplers use the ``"dense"`` or ``"cells"`` form.
     """
 
     __props__ = ()
+    kernel: ClassVar[Any]
+    data_ranks: ClassVar[tuple[int, ...]]
+    parameter_ranks: ClassVar[tuple[int, ...]]
 
-    def make_node(self, responses, ability, loading, intercept) -> Apply:
-        """Check the inputs; the outputs are a float64 scalar and three gradients."""
-        responses = pt.as_tensor_variable(responses)
-        ability, loading, intercept = (
-            pt.as_tensor_variable(x).astype("float64") for x in (ability, loading, intercept)
-        )
-        if responses.dtype != "int8" or responses.ndim != 2:
-            raise TypeError("responses must be a 2-d int8 tensor")
-        if (ability.ndim, loading.ndim, intercept.ndim) != (2, 2, 1):
-            raise TypeError("ability and loading must be 2-d, intercept 1-d")
-        outputs = [pt.dscalar(), ability.type(), loading.type(), intercept.type()]
-        return Apply(self, [responses, ability, loading, intercept], outputs)
+    def make_node(self, *inputs) -> Apply:
+        """Check the inputs; the outputs are a float64 scalar and one gradient per parameter."""
+        n_data = len(self.data_ranks)
+        if len(inputs) != n_data + len(self.parameter_ranks):
+            raise TypeError(f"{type(self).__name__} takes {n_data + len(self.parameter_ranks)} inputs")
+        data = [pt.as_tensor_variable(x) for x in inputs[:n_data]]
+        parameters = [pt.as_tensor_variable(x).astype("float64") for x in inputs[n_data:]]
+        for x, rank in zip(data, self.data_ranks, strict=True):
+            if x.dtype != "int8" or x.ndim != rank:
+                raise TypeError(f"data inputs must be int8 tensors of ranks {self.data_ranks}")
+        if tuple(x.ndim for x in parameters) != self.parameter_ranks:
+            raise TypeError(f"parameters must have ranks {self.parameter_ranks}")
+        outputs = [pt.dscalar(), *(x.type() for x in parameters)]
+        return Apply(self, [*data, *parameters], outputs)
 
     def perform(self, node, inputs, output_storage) -> None:
         """Run the kernel (C and Python back ends)."""
-        responses, ability, loading, intercept = inputs
-        total, g_ability, g_loading, g_intercept = loglik_and_grad(responses, ability, loading, intercept)
+        total, *gradients = type(self).kernel(*inputs)
         output_storage[0][0] = np.asarray(total)
-        output_storage[1][0] = g_ability
-        output_storage[2][0] = g_loading
-        output_storage[3][0] = g_intercept
+        for storage, gradient in zip(output_storage[1:], gradients, strict=True):
+            storage[0] = gradient
 
     def infer_shape(self, node, input_shapes):
-        """A scalar, then the shapes of ability, loading and intercept."""
-        return [(), input_shapes[1], input_shapes[2], input_shapes[3]]
+        """A scalar, then the parameters' shapes."""
+        return [(), *input_shapes[len(self.data_ranks) :]]
 
     def connection_pattern(self, node):
-        """The responses are data: no output depends differentiably on them."""
-        return [[False] * 4] + [[True] * 4] * 3
+        """The data inputs are constants: no output depends differentiably on them."""
+        n_out = 1 + len(self.parameter_ranks)
+        return [[False] * n_out] * len(self.data_ranks) + [[True] * n_out] * len(self.parameter_ranks)
 
     def pullback(self, inputs, outputs, cotangents):
         """The log-likelihood's gradient: the node's own gradient outputs, scaled."""
         if any(not isinstance(g.type, DisconnectedType) for g in cotangents[1:]):
-            raise NotImplementedError("FusedBernoulliLogit has no second derivatives")
+            raise NotImplementedError(f"{type(self).__name__} has no second derivatives")
         upstream = cotangents[0]
-        return [DisconnectedType()()] + [upstream * g for g in outputs[1:]]
+        data = [DisconnectedType()() for _ in self.data_ranks]
+        return data + [upstream * g for g in outputs[1:]]
+
+
+def kernel_version(*modules: str) -> int:
+    """A number that changes with the source of ``modules`` (files), for PyTensor's numba cache key."""
+    digest = hashlib.sha256(b"".join(Path(m).read_bytes() for m in modules)).digest()
+    return int.from_bytes(digest[:6], "big")
+
+
+@register_funcify_default_op_cache_key(FusedKernelOp)
+def _numba_funcify_fused(op, node=None, **kwargs):
+    # with a cache key the whole compiled model graph goes into PyTensor's numba cache: a
+    # graph compiled before (same model, same data) is loaded, not typed and optimised again
+    kernel = type(op).kernel
+
+    @numba.njit
+    def fused(*inputs):
+        out = kernel(*inputs)
+        return (np.asarray(out[0]),) + out[1:]  # noqa: RUF005 (numba has no starred tuples)
+
+    return fused, type(op).kernel_version()
+
+
+class FusedBernoulliLogit(FusedKernelOp):
+    """``(responses, ability, loading, intercept) ↦ (loglik, three gradients)`` (:func:`loglik_and_grad`)."""
+
+    kernel = loglik_and_grad
+    data_ranks = (2,)
+    parameter_ranks = (2, 2, 1)
+
+    @staticmethod
+    def kernel_version() -> int:
+        """Changes with this file (read at call time, so that a test can change it)."""
+        return KERNEL_VERSION
 
 
 fused_bernoulli_logit = FusedBernoulliLogit()
 
 
-KERNEL_VERSION = int.from_bytes(hashlib.sha256(Path(__file__).read_bytes()).digest()[:6], "big")
+KERNEL_VERSION = kernel_version(__file__)
 """Changes with this file, so that PyTensor's numba cache never serves an older kernel."""
-
-
-@register_funcify_default_op_cache_key(FusedBernoulliLogit)
-def _numba_funcify_fused(op, node=None, **kwargs):
-    # with a cache key the whole compiled model graph goes into PyTensor's numba cache: a
-    # graph compiled before (same model, same data) is loaded, not typed and optimised again
-    @numba.njit
-    def fused(responses, ability, loading, intercept):
-        total, g_ability, g_loading, g_intercept = loglik_and_grad(responses, ability, loading, intercept)
-        return np.asarray(total), g_ability, g_loading, g_intercept
-
-    return fused, KERNEL_VERSION
 
 
 def fused_loglik(

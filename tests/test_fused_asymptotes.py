@@ -1,0 +1,85 @@
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+from benchmirt_bayes.response_types.asymptotes import capped_or_not
+from benchmirt_bayes.response_types.base import PYTENSOR
+from benchmirt_bayes.response_types.binary import BINARY
+from benchmirt_bayes.response_types.fused_asymptotes import (
+    FOUR_PL,
+    THREE_PL,
+    TWO_PL,
+    asymptotic_loglik_and_grad,
+    fused_asymptotic_loglik,
+)
+from benchmirt_bayes.response_types.fused_logit import MISSING, encode_responses
+
+
+def _reference_graph(y, kind):
+    """The cell form's log-likelihood as a PyTensor graph of the six parameters (autodiff gradients)."""
+    ability, loading = pt.dmatrix("ability"), pt.dmatrix("loading")
+    intercept, floor, ceiling, share = (pt.dvector(n) for n in ("intercept", "floor", "ceiling", "share"))
+    eta = ability @ loading.T + intercept[None, :]
+    observed = y != MISSING
+    values = np.where(observed, y, 0)
+    total = 0.0
+    for k in range(y.shape[1]):
+        rows = np.flatnonzero(observed[:, k])
+        e, v = eta[rows, k], values[rows, k]
+        if kind[k] == TWO_PL:
+            total += pt.sum(BINARY.log_likelihood(v, e, PYTENSOR))
+            continue
+        at_one = pt.sum(BINARY.log_likelihood(v, e, PYTENSOR, floor=floor[k]))
+        if kind[k] == THREE_PL:
+            total += at_one
+            continue
+        capped = pt.sum(BINARY.log_likelihood(v, e, PYTENSOR, floor=floor[k], ceiling=ceiling[k]))
+        total += capped_or_not(capped, at_one, share[k], PYTENSOR)[0]
+    inputs = [ability, loading, intercept, floor, ceiling, share]
+    return pytensor.function(inputs, [total, *pytensor.grad(total, inputs)])
+
+
+def _problem(seed, n_llm=9, n_item=12, n_dims=2):
+    rng = np.random.default_rng(seed)
+    y = encode_responses(rng.integers(0, 2, size=(n_llm, n_item)), rng.random((n_llm, n_item)) > 0.15)
+    kind = np.array([TWO_PL, THREE_PL, FOUR_PL] * (n_item // 3), dtype=np.int8)
+    params = [
+        rng.normal(0, 1.5, size=(n_llm, n_dims)),
+        rng.normal(0, 1.5, size=(n_item, n_dims)),
+        rng.normal(0, 2.0, size=n_item),
+        rng.uniform(0.05, 0.5, size=n_item),
+        rng.uniform(0.6, 0.95, size=n_item),
+        rng.uniform(0.05, 0.6, size=n_item),
+    ]
+    return y, kind, params
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_kernel_matches_the_cell_forms_log_likelihood_and_gradients(seed):
+    y, kind, params = _problem(seed)
+    if seed == 2:  # logits far beyond the kernel's cap of the exponential, both signs
+        params[2][:6] = [60.0, -60.0, 45.0, -45.0, 300.0, -300.0]
+    expected = _reference_graph(y, kind)(*params)
+    got = asymptotic_loglik_and_grad(y, kind, *params)
+    assert got[0] == pytest.approx(float(expected[0]), rel=1e-10)
+    names = ("ability", "loading", "intercept", "floor", "ceiling", "share")
+    for name, g, e in zip(names, got[1:], expected[1:], strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-8, atol=1e-10, err_msg=name)
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "FAST_RUN"])
+def test_op_gradient_in_numba_and_c_back_ends(mode):
+    y, kind, params = _problem(3, n_llm=5, n_item=6)
+    inputs = [pt.dmatrix(), pt.dmatrix(), pt.dvector(), pt.dvector(), pt.dvector(), pt.dvector()]
+    ability, loading, intercept, floor, ceiling, share = inputs
+    # a function of the parameters upstream of the Op, so the chain rule is exercised too
+    logp = fused_asymptotic_loglik(y, kind, ability, loading, intercept, pt.sigmoid(floor), ceiling, share)
+    fn = pytensor.function(inputs, [logp, *pytensor.grad(logp, inputs)], mode=mode)
+    point = [*params[:3], np.zeros(6), *params[4:]]
+    value, *grads = fn(*point)
+    ref = asymptotic_loglik_and_grad(y, kind, *params[:3], np.full(6, 0.5), *params[4:])
+    assert value == pytest.approx(ref[0], rel=1e-12)
+    np.testing.assert_allclose(grads[3], ref[4] * 0.25, rtol=1e-10)
+    for got, want in zip(grads[:3] + grads[4:], ref[1:4] + ref[5:], strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-10)
