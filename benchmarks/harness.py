@@ -17,6 +17,10 @@ every row shares), so they measure what a user gets by default; the alternatives
 matrix) and ``package_mclmc`` (nutpie's microcanonical Langevin kernel, issue #44) check that the
 default is the fastest choice:
 ``default_vs_best_wall`` is the default row's wall time over the fastest NUTS row's.
+``planted_2pl`` and ``planted_4pl`` fit the same data with chance floors and capped items
+planted in the five multiple-choice benchmarks, as a 2PL and with those benchmarks 4PL (default
+NUTS otherwise); ``cost_vs_2pl`` is the 4PL's time per effective draw over the 2PL's (the ratio
+of their min ESS per second).
 
     python benchmarks/harness.py --sizes S --out benchmarks/results            # minutes
     python benchmarks/harness.py --smoke --out /tmp/harness                     # seconds (CI)
@@ -50,6 +54,8 @@ CONFIGS = (
     "package_nuts_depth5_thin2",
     "package_nuts_low_rank",
     "package_mclmc",
+    "planted_2pl",
+    "planted_4pl",
     "package_advi",
     "minibatch_advi",
     "logp_grad",
@@ -66,15 +72,33 @@ NUTS_VARIANTS = {
 }
 
 
-def make_data(size: str, smoke: bool):
-    from benchmirt_bayes import simulate_benchmirt
+MULTIPLE_CHOICE = {"MMLU-Pro": 10, "GPQA": 4, "WMDP": 4, "BBQ": 3, "MuSR": 2}
+"""The built-in simulator's multiple-choice benchmarks and their numbers of options."""
+
+PLANTED_SPECS = {
+    "planted_2pl": None,
+    "planted_4pl": {
+        "binary": {"benchmarks": dict.fromkeys(MULTIPLE_CHOICE, "4pl"), "n_options": MULTIPLE_CHOICE}
+    },
+}
+"""The same data with chance floors and capped items planted in the multiple-choice benchmarks,
+fitted (default NUTS) as a 2PL and with those benchmarks 4PL: the cost of the 4PL (issue #42)."""
+
+
+def make_data(size: str, smoke: bool, planted: bool = False):
+    from benchmirt_bayes import AsymptotePlan, simulate_benchmirt
     from benchmirt_bayes.simulation.datasets import load_builtin
 
+    plan = None
+    if planted:
+        plan = AsymptotePlan(n_options=MULTIPLE_CHOICE, capped_share=dict.fromkeys(MULTIPLE_CHOICE, 0.25))
     if smoke:
-        return simulate_benchmirt(scale=0.003, n_llms=30, seed=1).responses
+        return simulate_benchmirt(scale=0.003, n_llms=30, seed=1, asymptotes=plan).responses
     if SIZES[size] is None:
+        if planted:
+            raise ValueError("the planted rows are simulated at S and M only")
         return load_builtin().responses
-    return simulate_benchmirt(scale=SIZES[size] / 34312, n_llms=100, seed=1).responses
+    return simulate_benchmirt(scale=SIZES[size] / 34312, n_llms=100, seed=1, asymptotes=plan).responses
 
 
 def reference_model(train):
@@ -165,15 +189,15 @@ def run_pyirt(train, responses, test, python: str | None, epochs: int) -> dict:
 def run_one(config: str, size: str, smoke: bool, chains: int, draws: int, tune: int, **extra) -> dict:
     from benchmirt_bayes import fit_posterior
 
-    responses = make_data(size, smoke)
+    responses = make_data(size, smoke, planted=config in PLANTED_SPECS)
     train, test = responses.split_cells(0.1, seed=0)
     row = {"size": size, "config": config, "llms": responses.n_llms, "items": responses.n_items}
     row["cells"] = int(train.observed.sum())
     start = time.perf_counter()
-    if config in NUTS_VARIANTS:
-        nuts = {"chains": chains, "draws": draws, "tune": tune, **NUTS_VARIANTS[config]}
+    if config in NUTS_VARIANTS or config in PLANTED_SPECS:
+        nuts = {"chains": chains, "draws": draws, "tune": tune, **NUTS_VARIANTS.get(config, {})}
         try:
-            fit = fit_posterior(train, 2, seed=1, nuts=nuts)
+            fit = fit_posterior(train, 2, seed=1, nuts=nuts, spec=PLANTED_SPECS.get(config))
         except FloatingPointError as error:  # a kernel whose chains never settled: a row that says so
             return row | {"wall_s": time.perf_counter() - start, "note": f"failed: {error}"[:300]}
         wall = time.perf_counter() - start
@@ -382,6 +406,10 @@ def add_ratios(table: pd.DataFrame) -> pd.DataFrame:
         if len(default) and len(nuts) > 1:
             ratio = default["wall_s"].iloc[0] / nuts["wall_s"].min()
             table.loc[default.index, "default_vs_best_wall"] = ratio
+        planted = part.set_index("config").reindex(list(PLANTED_SPECS))
+        if "min_ess_per_s" in planted and planted["min_ess_per_s"].notna().all():
+            ratio = planted.loc["planted_2pl", "min_ess_per_s"] / planted.loc["planted_4pl", "min_ess_per_s"]
+            table.loc[part.index[part["config"] == "planted_4pl"], "cost_vs_2pl"] = ratio
     return table
 
 

@@ -263,8 +263,10 @@ def _add_data_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--split", default=None, help="HELM: the split to read (default: the main one)")
     group.add_argument(
         "--run",
+        nargs="+",
         default=None,
-        help="lm-eval: the rerun to read, by the date in its file names (default newest)",
+        help="lm-eval: the rerun to read, by the date in its file names: DATE, or TASK=DATE pairs "
+        "(default newest)",
     )
     group.add_argument(
         "--response-type", nargs="+", default=None, help="TYPE for all items, or BENCHMARK=TYPE pairs"
@@ -593,7 +595,7 @@ def _loader_options(args: argparse.Namespace) -> dict[str, Any]:
         "metric": _pairs(args.metric, "--metric"),
         "filter": _pairs(args.filter, "--filter"),
         "split": args.split,
-        "run": args.run,
+        "run": _pairs(args.run, "--run"),
         "response_type": _pairs(args.response_type, "--response-type"),
     }
 

@@ -20,7 +20,7 @@ def test_harness_smoke_run_writes_its_table(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     table = pd.read_csv(tmp_path / "harness.csv")
     configs = {"reference_pymc", "package_nuts", "package_nuts_advi_init", "package_nuts_depth5_thin2"}
-    configs |= {"package_nuts_low_rank", "package_mclmc", "package_advi"}
+    configs |= {"package_nuts_low_rank", "package_mclmc", "package_advi", "planted_2pl", "planted_4pl"}
     assert set(table["config"]) == configs | {"minibatch_advi", "logp_grad", "pyirt"}
     assert table.set_index("config").loc["pyirt", "note"].startswith("not run")  # no py-irt env in CI
     assert "error" not in table or table["error"].isna().all()
@@ -35,6 +35,8 @@ def test_harness_smoke_run_writes_its_table(tmp_path):
         k for k, _ in settings["automatic"]
     }
     assert nuts["default_vs_best_wall"] >= 1
+    planted = table.set_index("config").loc["planted_4pl"]
+    assert planted["cost_vs_2pl"] > 0 and json.loads(planted["settings"])["likelihood"] == "fused"
     assert 0.5 < table.set_index("config").loc["minibatch_advi", "held_out_accuracy"] <= 1
     assert (tmp_path / "harness.md").read_text().startswith("Measured ")
 

@@ -490,6 +490,44 @@ def test_info_names_the_rerun_it_reads(tmp_path, capsys):
     assert "task 'gsm8k': 0 logs dated '2024-08'" in capsys.readouterr().err
 
 
+def test_run_chooses_per_task_where_only_some_tasks_were_rerun(tmp_path, capsys):
+    """A rerun of one task on a later date: that date for it, another (or the newest) for the rest."""
+    import json
+
+    folder = tmp_path / "lm_eval"
+    shutil.copytree(FIXTURES / "lm_eval", folder)
+    first, later = "2024-06-01T10-00-00.123456", "2024-08-01T00-00-00.000000"
+    for model_dir in folder.iterdir():  # ifeval rerun later with every answer flipped
+        lines = (model_dir / f"samples_ifeval_{first}.jsonl").read_text().splitlines()
+        flipped = [
+            json.dumps(r | {"prompt_level_strict_acc": not r["prompt_level_strict_acc"]})
+            for r in map(json.loads, lines)
+        ]
+        (model_dir / f"samples_ifeval_{later}.jsonl").write_text("\n".join(flipped) + "\n")
+    options = {
+        "metric": {"mmlu_anatomy": "acc", "gsm8k": "exact_match", "ifeval": "prompt_level_strict_acc"},
+        "filter": {"gsm8k": "strict-match"},
+    }
+    original = load_responses(FIXTURES / "lm_eval", **options)
+    ifeval = [i for i in original.items if i.startswith("ifeval:")]
+    others = [i for i in original.items if not i.startswith("ifeval:")]
+    first_run = load_responses(folder, run={"ifeval": "2024-06"}, **options)
+    assert first_run.data.equals(original.data)
+    rerun = load_responses(folder, run={"ifeval": "2024-08", "gsm8k": "2024-06-01"}, **options)
+    assert (rerun.data.sel(item=ifeval) == 1 - original.data.sel(item=ifeval)).all()
+    assert rerun.data.sel(item=others).equals(original.data.sel(item=others))
+    assert "(run='2024-08')" in rerun.data.attrs["read"] and "(newest)" not in rerun.data.attrs["read"]
+    with pytest.raises(ResponseDataError, match=r"names task\(s\) \['arc'\] that no model logged"):
+        load_responses(folder, run={"arc": "2024-06"}, **options)
+    with pytest.raises(ResponseDataError, match=r"task 'ifeval': 0 logs dated '2024-07'"):
+        load_responses(folder, run={"ifeval": "2024-07"}, **options)
+    args = ["info", str(folder), "--metric", "mmlu_anatomy=acc", "gsm8k=exact_match"]
+    args += ["ifeval=prompt_level_strict_acc", "--filter", "gsm8k=strict-match"]
+    assert main([*args, "--run", "ifeval=2024-06", "gsm8k=2024-06"]) == 0
+    out = capsys.readouterr().out
+    assert f"samples_ifeval_{first}.jsonl of 2 runs (run='2024-06')" in out
+
+
 def test_helm_reads_the_main_metric_and_split_of_the_runs_group_in_schema_json(tmp_path):
     import json
 

@@ -229,7 +229,7 @@ def read_lm_eval(
     *,
     metric: str | Mapping[str, str] | None = None,
     filter: str | Mapping[str, str] | None = None,
-    run: str | None = None,
+    run: str | Mapping[str, str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """lm-evaluation-harness per-sample logs (``--log_samples``), of every version since 0.4.0.
 
@@ -247,7 +247,9 @@ def read_lm_eval(
     that logs several filters needs ``filter``. ``run`` chooses among reruns of 0.4.3+ logs
     by the date in their file names (``"2024-06-01"`` or the full
     ``"2024-06-01T10-00-00.123456"``; a prefix): every model and task must have exactly one
-    log of that date, else the error lists the dates each has.
+    log of that date, else the error lists the dates each has. A mapping task → date chooses
+    per task (tasks it does not name take their newest log; a task it names that no model
+    logged is an error).
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -349,10 +351,10 @@ class _SampleLog:
     variant: str
 
 
-def _sample_logs(folder: Path, run: str | None = None) -> list[_SampleLog]:
+def _sample_logs(folder: Path, run: str | Mapping[str, str] | None = None) -> list[_SampleLog]:
     """0.4.3 and later: one ``samples_<task>_<date>.jsonl`` per model folder and task.
 
-    The newest, or the one whose date starts with ``run``.
+    The newest, or the one whose date starts with ``run`` (or with ``run[task]``).
     """
     files = sorted(folder.rglob("samples_*.jsonl"))
     refuse_git_lfs_pointers([*files, *folder.rglob("results*.json")], folder)
@@ -361,23 +363,32 @@ def _sample_logs(folder: Path, run: str | None = None) -> list[_SampleLog]:
         match = _SAMPLES_FILE.match(file.name)
         task = match["task"] if match else file.stem.removeprefix("samples_")
         runs.setdefault((file.parent, task), {})[match["date"] if match else ""] = file
+    per_task = isinstance(run, Mapping)
+    if per_task and files:
+        unknown = sorted(set(run) - {task for _, task in runs})
+        if unknown:
+            tasks = sorted({task for _, task in runs})
+            raise ResponseDataError(
+                [f"run= names task(s) {unknown} that no model logged (tasks: {tasks})"], source=str(folder)
+            )
     chosen, problems = {}, []
     for key, dated in runs.items():
-        picked = list(dated) if run is None else [d for d in dated if d and d.startswith(str(run))]
-        if run is not None and len(picked) != 1:
+        date = run.get(key[1]) if per_task else run
+        picked = list(dated) if date is None else [d for d in dated if d and d.startswith(str(date))]
+        if date is not None and len(picked) != 1:
             where = f"{key[0].relative_to(folder) if key[0] != folder else '.'}, task {key[1]!r}"
             dates = ", ".join(d or "(undated)" for d in dated)
-            problems.append(f"{where}: {len(picked)} logs dated {run!r} (its logs: {dates})")
+            problems.append(f"{where}: {len(picked)} logs dated {date!r} (its logs: {dates})")
             continue
-        chosen[key] = (dated[picked[-1]], len(dated))
+        chosen[key] = (dated[picked[-1]], len(dated), date)
     if problems:
         raise ResponseDataError([*problems, "run= must name one log per model and task"], source=str(folder))
     logs = []
-    for (model_dir, task), (file, n_runs) in chosen.items():
+    for (model_dir, task), (file, n_runs, date) in chosen.items():
         model, groups = _lm_eval_results(model_dir, folder, _SAMPLES_FILE.match(file.name))
         reader = functools.partial(_json_lines, file)
         variant = "0.4.3+ samples_<task>_<date>.jsonl" + (
-            f"; {file.name} of {n_runs} runs ({'run=' + repr(run) if run else 'newest'})"
+            f"; {file.name} of {n_runs} runs ({'run=' + repr(date) if date else 'newest'})"
             if n_runs > 1
             else ""
         )

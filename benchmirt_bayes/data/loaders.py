@@ -75,7 +75,7 @@ def load_responses(
     metric: str | Mapping[str, str] | None = None,
     filter: str | Mapping[str, str] | None = None,
     split: str | None = None,
-    run: str | None = None,
+    run: str | Mapping[str, str] | None = None,
     binarize: float | None = None,
     response_type: str | Mapping[str, str] | None = None,
 ) -> ResponseMatrix:
@@ -133,7 +133,8 @@ def load_responses(
     run
         ``lm_eval`` (0.4.3 and later): which rerun to read, by the date in its log's file
         name (``"2024-06-01"``, or the whole ``"2024-06-01T10-00-00.123456"``); default the
-        newest of each model and task.
+        newest of each model and task. A mapping task → date chooses per task (for a run that
+        reran some tasks only); tasks it does not name take their newest log.
     binarize
         Threshold for continuous scores: ``score >= binarize`` becomes 1 (only when asked:
         scores are otherwise kept as they are).
