@@ -76,6 +76,13 @@ BENCHMARKS = (
         "(benchmarks/README.md) and are not part of this command.",
     ),
     Benchmark(
+        "default_convergence",
+        "fit_posterior with its defaults: converged, and how long",
+        "default_convergence.py",
+        ("--sets", "quickstart"),
+        ("--seeds", "2"),
+    ),
+    Benchmark(
         "typed_logp_grad",
         "One log density + gradient per response type against hand-written NumPy",
         "typed_logp_grad.py",
