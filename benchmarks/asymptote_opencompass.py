@@ -1,0 +1,98 @@
+"""Floors and ceilings on the OpenCompass set (12 LLMs) against PSN-IRT's published 4PL.
+
+PSN-IRT ("Lost in Benchmarks?", arXiv:2505.15055) fitted a 4PL (guessing, feasibility) to
+12 LLMs × 41,871 OpenCompass items (``../shared/data/opencompass_12llm``). Here its
+four-option multiple-choice benchmarks (ARC-C, GPQA Diamond, HellaSwag, MMLU; ``--items``
+seeded items of each) are fitted unidimensionally as a 4PL by NUTS (2 chains × (``--tune`` +
+``--draws``), floors centred on 1/4) and our posterior floors and ceilings are compared with
+PSN-IRT's guessing and feasibility, per benchmark: their means, the item-level Pearson and
+Spearman correlations, the mean width of our 90 % intervals and how often they hold PSN-IRT's
+value. With 12 LLMs per item the data say little about any one item's asymptotes; the widths
+show how little, and the correlations of each estimate with the item's accuracy over the 12
+LLMs show how much of any agreement that one number explains. Prints a Markdown table with
+the date, machine and commit; asserts nothing.
+
+    python benchmarks/asymptote_opencompass.py                  # a few minutes on 2 cores
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from bench_tables import markdown_table, run_header
+
+from benchmirt_bayes import asymptote_flags, check_convergence, fit_posterior, load_opencompass
+from benchmirt_bayes.model.spec import load_spec
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "opencompass_12llm"
+FOUR_OPTIONS = ("ARC-C", "GPQA Diamond", "HellaSwag", "MMLU")
+CI_LEVEL = 0.9
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--items", type=int, default=300, help="items per benchmark (all if fewer)")
+    parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    responses = load_opencompass(SHARED)
+    authors = pd.read_csv(SHARED / "authors_item_parameters.csv")
+    authors.index = responses.items.astype(str)  # one row per column, in column order
+    benchmarks = np.asarray(responses.benchmarks, dtype=str)
+    rng = np.random.default_rng(args.seed)
+    columns = np.sort(
+        np.concatenate([rng.permutation(np.flatnonzero(benchmarks == b))[: args.items] for b in FOUR_OPTIONS])
+    )
+    chosen = responses.take_items(columns)
+    section = {"asymptotes": "4pl", "n_options": dict.fromkeys(FOUR_OPTIONS, 4)}
+    spec = load_spec("2pl").with_overrides({"name": "2pl-4pl", "binary": section})
+    fit = fit_posterior(
+        chosen,
+        1,
+        method="nuts",
+        nuts={"chains": 2, "tune": args.tune, "draws": args.draws},
+        spec=spec,
+        seed=args.seed,
+        progressbar=False,
+    )
+    report = check_convergence(fit)
+    flags = asymptote_flags(fit, ci_prob=CI_LEVEL).set_index("item")
+    theirs = authors.loc[flags.index]
+    accuracy = pd.Series(np.nanmean(chosen.values, axis=0), index=chosen.items.astype(str))
+    rows = []
+    for bench, part in flags.groupby("benchmark"):
+        row = {"benchmark": bench, "items": len(part)}
+        for ours, their in (("floor", "guessing"), ("ceiling", "feasibility")):
+            value = theirs.loc[part.index, their]
+            mean = part[f"{ours}_mean"]
+            inside = (part[f"{ours}_lower"] <= value) & (value <= part[f"{ours}_upper"])
+            row[f"{ours}_mean (PSN-IRT)"] = f"{mean.mean():.3f} ({value.mean():.3f})"
+            row[f"{ours}_r"] = round(float(np.corrcoef(mean, value)[0, 1]), 3)
+            row[f"{ours}_spearman"] = round(float(mean.corr(value, method="spearman")), 3)
+            row[f"{ours}_width_90"] = round(float((part[f"{ours}_upper"] - part[f"{ours}_lower"]).mean()), 3)
+            row[f"{ours}_holds_psn_irt"] = round(float(inside.mean()), 3)
+            # both are driven by how many of the 12 LLMs answer the item: say how much
+            row[f"{ours}_r_accuracy (PSN-IRT)"] = (
+                f"{np.corrcoef(mean, accuracy[part.index])[0, 1]:.2f} "
+                f"({np.corrcoef(value, accuracy[part.index])[0, 1]:.2f})"
+            )
+        rows.append(row)
+    print(run_header("Floors and ceilings on OpenCompass against PSN-IRT"))
+    print()
+    print(
+        f"{chosen.n_llms} LLMs × {chosen.n_items} items; NUTS 2 × ({args.tune} + {args.draws}); "
+        f"largest R-hat {report.table['max_rhat'].max():.3f}, "
+        f"divergences {int(fit['sample_stats']['diverging'].sum())}"
+    )
+    print()
+    print(markdown_table(pd.DataFrame(rows)))
+
+
+if __name__ == "__main__":
+    main()
