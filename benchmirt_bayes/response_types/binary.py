@@ -280,6 +280,14 @@ class BinaryLogistic(ResponseModel):
             dtype="int8",
         )
 
+    def _asymptote_variables(
+        self, responses: Any, plan: AsymptoteItems, section: Mapping[str, Any]
+    ) -> tuple[pt.TensorVariable, pt.TensorVariable, pt.TensorVariable]:
+        """The block's floors, ceilings and capped shares, added to the current model."""
+        positions = pd.Index(np.asarray(pm.modelcontext(None).coords[ITEM_DIM])).get_indexer(responses.items)
+        prior = AsymptotePrior(**{key: section[key] for key in self.prior_defaults})
+        return asymptote_variables(plan, responses.benchmarks, prior, positions)
+
     def _fused_asymptotic_term(
         self,
         name: str,
@@ -295,10 +303,7 @@ class BinaryLogistic(ResponseModel):
         The observed ``name`` is over ``(llm, item)``; its prior-predictive draws draw each 4PL
         item's capped-or-not indicator first.
         """
-        model = pm.modelcontext(None)
-        positions = pd.Index(np.asarray(model.coords[ITEM_DIM])).get_indexer(responses.items)
-        prior = AsymptotePrior(**{key: section[key] for key in self.prior_defaults})
-        floor, ceiling, share = asymptote_variables(plan, responses.benchmarks, prior, positions)
+        floor, ceiling, share = self._asymptote_variables(responses, plan, section)
         kind = np.select([plan.capped, plan.floored], [FOUR_PL, THREE_PL], TWO_PL).astype(np.int8)
 
         def random(th, a, d, g, u, s, rng, size):
@@ -340,9 +345,7 @@ class BinaryLogistic(ResponseModel):
         its likelihood with the capped-or-not indicator summed out and its 3PL likelihood.
         """
         model = pm.modelcontext(None)
-        positions = pd.Index(np.asarray(model.coords[ITEM_DIM])).get_indexer(responses.items)
-        prior = AsymptotePrior(**{key: section[key] for key in self.prior_defaults})
-        floor, capped_ceiling, share = asymptote_variables(plan, responses.benchmarks, prior, positions)
+        floor, capped_ceiling, share = self._asymptote_variables(responses, plan, section)
         rows, cols, values = observed_cells(responses)
         eta = cell_eta(ability, loading, intercept, rows, cols)
         plain = ~plan.floored[cols]

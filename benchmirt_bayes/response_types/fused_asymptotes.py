@@ -32,11 +32,11 @@ import pytensor.tensor as pt
 from benchmirt_bayes.response_types import fused_logit
 from benchmirt_bayes.response_types.fused_logit import (
     _JIT,
-    ETA_CAP,
     FusedKernelOp,
-    _exp_nonpositive,
-    _log1p_unit,
+    accumulate_row,
     kernel_version,
+    logistic_parts,
+    row_logits,
 )
 
 TWO_PL, THREE_PL, FOUR_PL = 0, 1, 2
@@ -124,13 +124,7 @@ def asymptotic_loglik_and_grad(
     residual = np.empty(n_item)
     total = 0.0
     for i in range(n_llm):
-        for k in range(n_item):
-            eta[k] = intercept[k]
-        for d in range(n_dim):
-            theta = ability[i, d]
-            row = loading_rows[d]
-            for k in range(n_item):
-                eta[k] += row[k] * theta
+        row_logits(eta, intercept, loading_rows, ability[i])
         answers = responses[i]
         for k in range(n_item):
             y = answers[k]
@@ -138,11 +132,7 @@ def asymptotic_loglik_and_grad(
             if y < 0:
                 continue
             x = eta[k]
-            e = _exp_nonpositive(-min(max(x, -x), ETA_CAP))
-            softplus = max(x, 0.0) + _log1p_unit(e)
-            p = 1.0 / (1.0 + e)
-            s = p if x >= 0.0 else e * p
-            s_bar = e * p if x >= 0.0 else p
+            softplus, s, s_bar = logistic_parts(x)
             if kind[k] == TWO_PL:
                 total += y * x - softplus
                 residual[k] = y - s
@@ -165,16 +155,7 @@ def asymptotic_loglik_and_grad(
             residual_capped[i, j] = d_eta
         for k in range(n_item):
             grad_intercept[k] += residual[k]
-        for d in range(n_dim):
-            theta = ability[i, d]
-            row = loading_rows[d]
-            grad_row = grad_loading_rows[d]
-            acc = 0.0
-            for k in range(n_item):
-                r = residual[k]
-                grad_row[k] += r * theta
-                acc += r * row[k]
-            grad_ability[i, d] = acc
+        accumulate_row(residual, ability[i], loading_rows, grad_loading_rows, grad_ability[i])
     for j in range(four.size):
         k = four[j]
         with_cap = math.log(share[k]) + sum_capped[j]

@@ -83,6 +83,46 @@ def _log1p_unit(e: float) -> float:
     return 2.0 * s * q
 
 
+@numba.njit(inline="always", **_JIT)
+def logistic_parts(x: float) -> tuple[float, float, float]:
+    """``softplus(x)``, ``σ(x)`` and ``σ(−x)``, from ``e^{−|x|}`` with ``|x|`` capped at :data:`ETA_CAP`."""
+    e = _exp_nonpositive(-min(max(x, -x), ETA_CAP))
+    p = 1.0 / (1.0 + e)
+    softplus = max(x, 0.0) + _log1p_unit(e)
+    return softplus, (p if x >= 0.0 else e * p), (e * p if x >= 0.0 else p)
+
+
+@numba.njit(inline="always", **_JIT)
+def row_logits(eta: np.ndarray, intercept: np.ndarray, loading_rows: np.ndarray, theta: np.ndarray) -> None:
+    """``eta[k] = intercept[k] + Σ_d loading_rows[d, k] θ_d``: one LLM's logits, in place."""
+    for k in range(eta.size):
+        eta[k] = intercept[k]
+    for d in range(theta.size):
+        row = loading_rows[d]
+        for k in range(eta.size):
+            eta[k] += row[k] * theta[d]
+
+
+@numba.njit(inline="always", **_JIT)
+def accumulate_row(
+    residual: np.ndarray,
+    theta: np.ndarray,
+    loading_rows: np.ndarray,
+    grad_loading_rows: np.ndarray,
+    grad_theta: np.ndarray,
+) -> None:
+    """One LLM's cell derivatives ``residual`` (in ``η``) into the loading and ability gradients."""
+    for d in range(theta.size):
+        row = loading_rows[d]
+        grad_row = grad_loading_rows[d]
+        acc = 0.0
+        for k in range(residual.size):
+            r = residual[k]
+            grad_row[k] += r * theta[d]
+            acc += r * row[k]
+        grad_theta[d] = acc
+
+
 @numba.njit(**_JIT)
 def loglik_and_grad(
     responses: np.ndarray, ability: np.ndarray, loading: np.ndarray, intercept: np.ndarray
@@ -117,36 +157,18 @@ def loglik_and_grad(
     residual = np.empty(n_item)
     total = 0.0
     for i in range(n_llm):
-        for k in range(n_item):
-            eta[k] = intercept[k]
-        for d in range(n_dim):
-            theta = ability[i, d]
-            row = loading_rows[d]
-            for k in range(n_item):
-                eta[k] += row[k] * theta
+        row_logits(eta, intercept, loading_rows, ability[i])
         answers = responses[i]
         for k in range(n_item):
             y = answers[k]
             x = eta[k]
-            e = _exp_nonpositive(-min(max(x, -x), ETA_CAP))
-            softplus = max(x, 0.0) + _log1p_unit(e)
-            p = 1.0 / (1.0 + e)
-            sigmoid = p if x >= 0.0 else e * p
+            softplus, sigmoid, _ = logistic_parts(x)
             observed = y >= 0
             total += (y * x - softplus) if observed else 0.0
             r = (y - sigmoid) if observed else 0.0
             residual[k] = r
             grad_intercept[k] += r
-        for d in range(n_dim):
-            theta = ability[i, d]
-            row = loading_rows[d]
-            grad_row = grad_loading_rows[d]
-            acc = 0.0
-            for k in range(n_item):
-                r = residual[k]
-                grad_row[k] += r * theta
-                acc += r * row[k]
-            grad_ability[i, d] = acc
+        accumulate_row(residual, ability[i], loading_rows, grad_loading_rows, grad_ability[i])
     return total, grad_ability, np.ascontiguousarray(grad_loading_rows.T), grad_intercept
 
 
