@@ -287,7 +287,9 @@ def _add_out(parser: argparse.ArgumentParser, **kwargs: Any) -> None:
     )
 
 
-def _add_fit_settings_args(parser: argparse.ArgumentParser, *, draws: int, method: str = "auto") -> None:
+def _add_fit_settings_args(
+    parser: argparse.ArgumentParser, *, draws: int | None, method: str = "auto"
+) -> None:
     """The settings of :func:`fit_posterior`, one flag each, shared by every command that fits."""
     from benchmirt_bayes.inference.settings import AUTO_NUTS_CELLS
 
@@ -301,7 +303,10 @@ def _add_fit_settings_args(parser: argparse.ArgumentParser, *, draws: int, metho
         help=f"default auto: NUTS on small data (at most {AUTO_NUTS_CELLS:,} observed cells), else ADVI",
     )
     group.add_argument(
-        "--draws", type=_positive_int, default=draws, help="NUTS draws per chain, or ADVI draws from q"
+        "--draws",
+        type=_positive_int,
+        default=draws,
+        help="NUTS draws per chain, or ADVI draws from q (default: fit_posterior's)",
     )
     group.add_argument("--spec", default=None, help="model spec name or .toml path")
     group.add_argument(
@@ -413,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit = sub.add_parser("fit", help="fit the hierarchical MIRT model")
     _add_data_args(fit)
     fit.add_argument("--dims", type=_positive_int, default=2)
-    _add_fit_settings_args(fit, draws=1000)
+    _add_fit_settings_args(fit, draws=None)
     fit.add_argument("--restarts", type=_positive_int, default=1)
     fit.add_argument("--seed", type=_non_negative_int, default=None)
     _add_out(fit, required=True, help="output .nc or .zarr")
@@ -513,7 +518,7 @@ def _fit_settings(args: argparse.Namespace) -> dict[str, Any]:
     if args.method in ("auto", "nuts"):
         nuts = NutsSettings(
             sampler=args.sampler,
-            draws=args.draws,
+            draws="auto" if args.draws is None else args.draws,
             tune=args.tune,
             chains=args.chains,
             target_accept=args.target_accept,
@@ -523,7 +528,7 @@ def _fit_settings(args: argparse.Namespace) -> dict[str, Any]:
         )
     if args.method in ("auto", "advi", "fullrank_advi") or (nuts is not None and nuts.init != "prior"):
         advi = AdviSettings(
-            draws=args.draws if args.method != "nuts" else AdviSettings.draws,
+            draws=AdviSettings.draws if args.method == "nuts" or args.draws is None else args.draws,
             max_steps=args.advi_max_steps,
             stopping=args.advi_stopping,
             tolerance=args.advi_tolerance,

@@ -192,10 +192,15 @@ def test_defaults_are_chosen_from_the_data_size_and_recorded(tiny_sim):
     from benchmirt_bayes.inference.settings import LARGE_NUTS_CELLS
 
     small = resolve_settings(tiny_sim.responses, 2, method="nuts")
-    assert (small.nuts.init, small.nuts.max_treedepth, small.nuts.thin) == ("prior", 10, 1)
+    assert (small.nuts.draws, small.nuts.init, small.nuts.max_treedepth, small.nuts.thin) == (
+        2000,
+        "prior",
+        10,
+        1,
+    )
     assert small.likelihood == "fused" and small.advi is None
     notes = dict(small.automatic)
-    assert set(notes) == {"likelihood", "nuts.init", "nuts.max_treedepth", "nuts.thin"}
+    assert set(notes) == {"likelihood", "nuts.draws", "nuts.init", "nuts.max_treedepth", "nuts.thin"}
     # ADVI settings given for an automatic start that resolved to the sampler's own are noted
     unused = resolve_settings(tiny_sim.responses, 2, method="nuts", advi={"max_steps": 100})
     assert unused.advi is None and "unused" in dict(unused.automatic)["advi"]
@@ -215,13 +220,20 @@ def test_defaults_are_chosen_from_the_data_size_and_recorded(tiny_sim):
         )
     )
     large = resolve_settings(big, 2, method="nuts", advi={"max_steps": 100})
-    assert (large.nuts.init, large.nuts.max_treedepth, large.nuts.thin) == ("advi", 5, 2)
+    assert (large.nuts.draws, large.nuts.init, large.nuts.max_treedepth, large.nuts.thin) == (
+        1000,
+        "advi",
+        5,
+        2,
+    )
     assert large.advi.max_steps == 100
     assert "large-data path" in dict(large.automatic)["nuts.thin"]
     # explicit values are kept and not recorded as automatic
-    mine = resolve_settings(big, 2, method="nuts", nuts={"max_treedepth": 8, "thin": 1, "init": "prior"})
-    assert (mine.nuts.max_treedepth, mine.nuts.thin) == (8, 1)
-    assert "nuts.thin" not in dict(mine.automatic)
+    mine = resolve_settings(
+        big, 2, method="nuts", nuts={"max_treedepth": 8, "thin": 1, "init": "prior", "draws": 300}
+    )
+    assert (mine.nuts.max_treedepth, mine.nuts.thin, mine.nuts.draws) == (8, 1, 300)
+    assert not {"nuts.thin", "nuts.draws"} & set(dict(mine.automatic))
     assert FitSettings.from_json(large.to_json()) == large
 
 

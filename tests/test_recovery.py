@@ -18,14 +18,7 @@ def sim():
 
 @pytest.fixture(scope="module")
 def nuts(sim):
-    return fit_posterior(
-        sim.responses,
-        2,
-        method="nuts",
-        seed=1,
-        progressbar=False,
-        nuts={"draws": 1000, "tune": 1000, "chains": 4},
-    )
+    return fit_posterior(sim.responses, 2, seed=1, progressbar=False)  # the default call
 
 
 def whitened_truth(truth):
@@ -62,6 +55,14 @@ def test_nuts_recovers_the_truth_with_calibrated_intervals(nuts, sim):
         low, high = np.quantile(draws[name], [0.05, 0.95], axis=(0, 1))
         coverage = np.mean((truth >= low) & (truth <= high))
         assert 0.80 <= coverage <= 0.97, (name, coverage)
+
+
+def test_the_default_call_passes_every_convergence_check(nuts):
+    settings = nuts.attrs["benchmirt_settings"]
+    assert '"chains": 4' in settings and '"draws": 2000' in settings and '"tune": 1000' in settings
+    assert "nuts.draws" in settings  # chosen from the data's size, and said so
+    report = check_convergence(nuts)  # every default threshold: R-hat, ESS 400, sampler checks
+    assert report.ok, str(report)
 
 
 def test_nuts_converges_on_identified_quantities(nuts):
