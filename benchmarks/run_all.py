@@ -193,6 +193,13 @@ BENCHMARKS = (
         table_file="asymptote_real.md",
     ),
     Benchmark(
+        "asymptote_opencompass",
+        "Floors and ceilings on OpenCompass (12 LLMs) against PSN-IRT",
+        "asymptote_opencompass.py",
+        ("--items", "30", "--tune", "200", "--draws", "200"),
+        (),
+    ),
+    Benchmark(
         "subset_fidelity",
         "How few items keep the picture: subset fidelity on the built-in set",
         "subset_fidelity.py",
