@@ -163,7 +163,7 @@ def asymptotic_loglik_and_grad(
         high, low = max(with_cap, without), min(with_cap, without)
         ratio = math.exp(low - high)
         total += high + math.log1p(ratio)
-        _, weight, _ = logistic_parts(with_cap - without)  # P(capped | the item's cells)
+        weight = 1.0 / (1.0 + ratio) if with_cap >= without else ratio / (1.0 + ratio)
         grad_floor[k] = weight * floor_capped[j] + (1.0 - weight) * floor_open[j]
         grad_ceiling[k] = weight * ceiling_capped[j]
         grad_share[k] = weight / share[k] - (1.0 - weight) / (1.0 - share[k])
