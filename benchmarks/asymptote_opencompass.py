@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from asymptote_agreement import agreement_columns
 from bench_tables import markdown_table, run_header
 
 from benchmirt_bayes import asymptote_flags, check_convergence, fit_posterior, load_opencompass
@@ -30,6 +31,7 @@ from benchmirt_bayes.model.spec import load_spec
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "opencompass_12llm"
 FOUR_OPTIONS = ("ARC-C", "GPQA Diamond", "HellaSwag", "MMLU")
 CI_LEVEL = 0.9
+PAIRS = {"floor": "guessing", "ceiling": "feasibility"}
 
 
 def main() -> None:
@@ -68,20 +70,7 @@ def main() -> None:
     rows = []
     for bench, part in flags.groupby("benchmark"):
         row = {"benchmark": bench, "items": len(part)}
-        for ours, their in (("floor", "guessing"), ("ceiling", "feasibility")):
-            value = theirs.loc[part.index, their]
-            mean = part[f"{ours}_mean"]
-            inside = (part[f"{ours}_lower"] <= value) & (value <= part[f"{ours}_upper"])
-            row[f"{ours}_mean (PSN-IRT)"] = f"{mean.mean():.3f} ({value.mean():.3f})"
-            row[f"{ours}_r"] = round(float(np.corrcoef(mean, value)[0, 1]), 3)
-            row[f"{ours}_spearman"] = round(float(mean.corr(value, method="spearman")), 3)
-            row[f"{ours}_width_90"] = round(float((part[f"{ours}_upper"] - part[f"{ours}_lower"]).mean()), 3)
-            row[f"{ours}_holds_psn_irt"] = round(float(inside.mean()), 3)
-            # both are driven by how many of the 12 LLMs answer the item: say how much
-            row[f"{ours}_r_accuracy (PSN-IRT)"] = (
-                f"{np.corrcoef(mean, accuracy[part.index])[0, 1]:.2f} "
-                f"({np.corrcoef(value, accuracy[part.index])[0, 1]:.2f})"
-            )
+        row |= agreement_columns(part, theirs, accuracy, PAIRS, "PSN-IRT")
         rows.append(row)
     print(run_header("Floors and ceilings on OpenCompass against PSN-IRT"))
     print()

@@ -20,6 +20,7 @@ many LLMs with metabench's model.
 
     python benchmarks/asymptote_real.py                                  # about 1.5 h on 2 cores
     python benchmarks/asymptote_real.py --benchmarks mmlu --sizes 50 --tune 300 --draws 300
+    python benchmarks/asymptote_real.py --benchmarks mmlu winogrande --sizes   # metabench's g, u only
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ import argparse
 import time
 from pathlib import Path
 
+import arviz as az
 import numpy as np
 import pandas as pd
+from asymptote_agreement import agreement_columns
 from bench_tables import elapsed_logger, markdown_table, run_header, write_results
 
-from benchmirt_bayes import compare_asymptote_models, fit_posterior, load_responses
+from benchmirt_bayes import asymptote_flags, compare_asymptote_models, fit_posterior, load_responses
 from benchmirt_bayes.analyses.heldout import FoldSplit, mirt_predictions
 from benchmirt_bayes.data.real_data import OPEN_LLM_BENCHMARKS
 from benchmirt_bayes.model.spec import load_spec
@@ -59,6 +62,14 @@ def fit(responses, bench: str, model: str, args, seed: int):
         seed=seed,
         progressbar=False,
     )
+
+
+def largest_rhat(fit_tree) -> float:
+    """The largest R-hat over the fit's item and ability variables."""
+    post = fit_tree["posterior"].to_dataset()
+    names = [n for n in ("ability", "loading", "intercept", "floor", "capped_ceiling") if n in post]
+    rhat = az.rhat(post[names])
+    return round(max(float(np.nanmax(rhat[n].values)) for n in names), 3)
 
 
 def held_out_split(combined, heldout: list[str], seed: int) -> FoldSplit:
@@ -101,6 +112,7 @@ def size_rows(bench: str, responses, size: int, args, log) -> list[dict]:
     for model in MODELS:
         difference = losses[model] - losses["2pl"]
         divergences = int(fits[model]["sample_stats"]["diverging"].sum())
+        rhat = largest_rhat(fits[model])
         rows.append(
             {
                 "benchmark": bench,
@@ -117,6 +129,7 @@ def size_rows(bench: str, responses, size: int, args, log) -> list[dict]:
                 "metabench": METABENCH[bench],
                 "seconds": round(seconds[model]),
                 "divergences": divergences,
+                "max_rhat": rhat,
             }
         )
     return rows
@@ -130,20 +143,15 @@ def reference_rows(bench: str, responses, args, log) -> list[dict]:
     llms = np.random.default_rng([args.seed, 0]).permutation(responses.llms.astype(str))[
         : args.reference_size
     ]
-    tree = fit(responses.subset(llms=list(llms)), bench, model, args, args.seed)
-    post = tree["posterior"].mean(("chain", "draw"))
-    items = [i for i in responses.items.astype(str) if i in authors.index]
-    row = {"benchmark": bench, "model": model, "llms": len(llms), "items": len(items)}
-    for ours, theirs in (("floor", "g"), ("ceiling", "u")):
-        if ours == "ceiling" and model != "4pl":
-            continue
-        mine = post[ours].sel(item=items).values
-        row[f"{ours}_mean (metabench)"] = f"{mine.mean():.3f} ({authors.loc[items, theirs].mean():.3f})"
-        row[f"{ours}_r"] = round(float(np.corrcoef(mine, authors.loc[items, theirs])[0, 1]), 3)
-        row[f"{ours}_spearman"] = round(
-            float(pd.Series(mine).corr(pd.Series(authors.loc[items, theirs].to_numpy()), method="spearman")),
-            3,
-        )
+    training = responses.subset(llms=list(llms))
+    tree = fit(training, bench, model, args, args.seed)
+    flags = asymptote_flags(tree, ci_prob=0.9).set_index("item")
+    flags = flags.loc[[i for i in flags.index if i in authors.index]]
+    accuracy = pd.Series(np.nanmean(training.values, axis=0), index=training.items.astype(str))
+    row = {"benchmark": bench, "model": model, "llms": len(llms), "items": len(flags)}
+    row["max_rhat"] = largest_rhat(tree)
+    pairs = {"floor": "g", "ceiling": "u"} if model == "4pl" else {"floor": "g"}
+    row |= agreement_columns(flags, authors, accuracy, pairs, "metabench")
     log(f"{bench} reference: {row}")
     return [row]
 
@@ -155,7 +163,9 @@ def main() -> None:
     parser.add_argument(
         "--benchmarks", nargs="+", choices=list(OPEN_LLM_BENCHMARKS), default=["mmlu", "winogrande", "arc"]
     )
-    parser.add_argument("--sizes", type=int, nargs="+", default=[20, 50, 150])
+    parser.add_argument(
+        "--sizes", type=int, nargs="*", default=[20, 50, 150], help="none: only the metabench comparison"
+    )
     parser.add_argument("--heldout", type=int, default=300)
     parser.add_argument(
         "--reference-size", type=int, default=1000, help="0: no comparison with metabench's g, u"
@@ -184,8 +194,10 @@ def main() -> None:
 
 def tables(header: str, rows: list[dict], references: list[dict]) -> list[str]:
     """The results file: the comparison per benchmark and size, then the metabench references."""
-    text = [header, "", "## PSIS-LOO and held-out LLMs per benchmark and training size", ""]
-    text.append(markdown_table(pd.DataFrame(rows)))
+    text = [header]
+    if rows:
+        text += ["", "## PSIS-LOO and held-out LLMs per benchmark and training size", ""]
+        text.append(markdown_table(pd.DataFrame(rows)))
     if references:
         text += ["", "## Floors and ceilings against metabench's R mirt estimates", ""]
         text.append(markdown_table(pd.DataFrame(references)))

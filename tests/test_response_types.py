@@ -455,7 +455,11 @@ def test_ranked_probability_score_and_crps_against_direct_formulas():
 def test_cross_validation_scores_every_type(mixed_sim):
     from benchmirt_bayes import cross_validate
 
-    cv = cross_validate(mixed_sim.responses, n_dims=(1,), folds=2, method="map", seed=3, progressbar=False)
+    # in this process: each fold compiles its own graph, and fold processes beside the other
+    # CI worker only fight over the two cores
+    cv = cross_validate(
+        mixed_sim.responses, n_dims=(1,), folds=2, method="map", seed=3, progressbar=False, executor="serial"
+    )
     summary = cv.summary()["mean"].unstack("metric")
     for metric in ("log_score", "graded_rps", "count_rps", "continuous_crps", "continuous_coverage_90"):
         assert np.isfinite(summary.loc["mirt_1d", metric]), metric
