@@ -13,10 +13,11 @@ training LLMs (``--sizes``), a seeded sample of LLMs is fitted unidimensionally 
   one's cells revealed, the other half predicted; the mean log loss per held-out LLM and its
   paired difference from the 2PL's with its SE over LLMs.
 
-Beside them, metabench's own choice for the benchmark (its fitted R ``mirt`` model) and, with
-``--reference-size``, the correlation of our posterior-mean floors (and ceilings) with
-metabench's ``g`` (and ``u``) on its 3PL and 4PL benchmarks (MMLU, WinoGrande), fitted on that
-many LLMs with metabench's model.
+Beside them, metabench's own choice for the benchmark (its fitted R ``mirt`` model) and every
+fit's largest R-hat. With ``--reference-size``, our floors (and ceilings) against metabench's
+``g`` (and ``u``) on its 3PL and 4PL benchmarks (MMLU, WinoGrande), fitted on that many LLMs
+with metabench's model: means, correlations, our 90 % interval widths, how often they hold
+metabench's value, and each estimate's correlation with the item's accuracy.
 
     python benchmarks/asymptote_real.py                                  # about 1.5 h on 2 cores
     python benchmarks/asymptote_real.py --benchmarks mmlu --sizes 50 --tune 300 --draws 300
