@@ -1,14 +1,16 @@
 """Does ``fit_posterior(responses, 2)`` with nothing but a seed converge, and how long does it take?
 
 The README's quickstart data (``simulate_benchmirt(scale=0.02, seed=1)``: 100 LLMs × ~690
-items) and the speed harness's S set (100 × 1,003, seed 1), each fitted with the defaults
-(``fit_posterior(responses, 2, seed=SEED)``: NUTS, 4 chains × (1,000 + 1,000), the start, tree
-depth and thinning chosen from the data), ``--seeds`` times. Printed per fit: wall time,
+items) and the speed harness's S set (100 × 1,003, seed 1), and with ``--sets M`` its M set
+(100 × 5,001), each fitted with the defaults (``fit_posterior(responses, 2, seed=SEED)``: NUTS,
+4 chains × (1,000 tuning + the draws, start, tree depth and thinning chosen from the data)),
+``--seeds`` times. Printed per fit: wall time,
 whether :func:`benchmirt_bayes.check_convergence` passes, the largest R-hat and smallest bulk
 ESS over every checked quantity, divergences, and the settings chosen. Asserts nothing.
 
     python benchmarks/default_convergence.py                 # about 10 minutes on 2 cores
     python benchmarks/default_convergence.py --sets quickstart --seeds 1
+    python benchmarks/default_convergence.py --sets M --seeds 1   # about 10 minutes per fit
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from benchmirt_bayes import check_convergence, fit_posterior, simulate_benchmirt
 SETS = {
     "quickstart": {"scale": 0.02, "seed": 1},
     "S": {"scale": 1000 / 34312, "n_llms": 100, "seed": 1},
+    "M": {"scale": 5000 / 34312, "n_llms": 100, "seed": 1},
 }
-"""The data of the README's quickstart and of the speed harness's size S."""
+"""The data of the README's quickstart and of the speed harness's sizes S and M."""
+DEFAULT_SETS = ("quickstart", "S")
 
 
 def one_fit(name: str, seed: int) -> dict:
@@ -56,7 +60,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--sets", nargs="+", choices=list(SETS), default=list(SETS))
+    parser.add_argument("--sets", nargs="+", choices=list(SETS), default=list(DEFAULT_SETS))
     parser.add_argument("--seeds", type=int, default=1)
     args = parser.parse_args()
     log = elapsed_logger()
