@@ -38,7 +38,6 @@ import time
 import numpy as np
 import pandas as pd
 from bench_tables import elapsed_logger, markdown_table, run_header, write_results
-from scipy.special import expit
 from scipy.stats import spearmanr
 
 from benchmirt_bayes import (
@@ -51,6 +50,7 @@ from benchmirt_bayes import (
     simulate_benchmirt,
 )
 from benchmirt_bayes.analyses.metrics import auc
+from benchmirt_bayes.response_types.base import sigmoid
 from benchmirt_bayes.rotations import procrustes, whitened_frame
 
 OPTIONS = {"MMLU-Pro": 10, "GPQA": 4, "WMDP": 4, "BBQ": 3, "MuSR": 2}
@@ -93,7 +93,7 @@ def near_chance(truth, responses) -> np.ndarray:
     """The quarter of LLMs with the lowest true 2PL success on the multiple-choice benchmarks."""
     chosen = np.isin(np.asarray(responses.benchmarks), list(OPTIONS))
     eta = truth["ability"].values @ truth["loading"].values[chosen].T + truth["intercept"].values[chosen]
-    success = expit(eta).mean(axis=1)
+    success = sigmoid(eta).mean(axis=1)
     return success <= np.quantile(success, 0.25)
 
 
