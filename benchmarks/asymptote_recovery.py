@@ -106,8 +106,12 @@ def ability_errors(tree, truth, low: np.ndarray) -> dict[str, float]:
     }
 
 
-def recovery(tree, truth) -> dict[str, float]:
-    """Coverage of the floors and ceilings, and the flags against the planted truth."""
+def recovery(tree, truth) -> tuple[dict[str, float], list[dict]]:
+    """Coverage of the floors and ceilings, and the flags against the planted truth.
+
+    Returns the fit's row and one row per benchmark for its floors (where a false floor flag
+    comes from: the flags of one benchmark share its benchmark-level floor).
+    """
     flags = asymptote_flags(tree, ci_prob=CI_LEVEL).set_index("item")
     true_floor = truth["floor"].to_series().reindex(flags.index)
     true_ceiling = truth["ceiling"].to_series().reindex(flags.index)
@@ -118,7 +122,22 @@ def recovery(tree, truth) -> dict[str, float]:
     flagged = keyed.index[keyed["flagged"]]
     capped_items = set(true_ceiling.index[capped])
     p_capped = flags["p_capped"]
-    return {
+    null_floor = true_floor <= flags["chance"]
+    per_benchmark = [
+        {
+            "benchmark": bench,
+            "items": len(group),
+            "chance": round(float(group["chance"].iloc[0]), 3),
+            "true_floor_mean": round(float(true_floor[group.index].mean()), 3),
+            "floor_mean": round(float(group["floor_mean"].mean()), 3),
+            "floor_coverage_90": round(float(covers_floor[group.index].mean()), 3),
+            "items_at_or_below_chance": int(null_floor[group.index].sum()),
+            "high_floor_false_flags": int((group["floor_flagged"] & null_floor[group.index]).sum()),
+            "floor_flags": int(group["floor_flagged"].sum()),
+        }
+        for bench, group in flags.groupby("benchmark")
+    ]
+    row = {
         "floored_items": len(flags),
         "capped_items": int(capped.sum()),
         "floor_coverage_90": round(float(covers_floor.mean()), 3),
@@ -129,12 +148,11 @@ def recovery(tree, truth) -> dict[str, float]:
         "p_capped_auc": round(auc(capped.to_numpy(), p_capped.to_numpy()), 3),
         "low_ceiling_power": round(float(flags.loc[capped, "ceiling_flagged"].mean()), 3),
         "low_ceiling_false_flags": round(float(flags.loc[~capped, "ceiling_flagged"].mean()), 4),
-        "high_floor_false_flags": round(
-            float(flags.loc[true_floor <= flags["chance"], "floor_flagged"].mean()), 4
-        ),
+        "high_floor_false_flags": round(float(flags.loc[null_floor, "floor_flagged"].mean()), 4),
         "miskeyed_flagged": len(flagged),
         "miskeyed_flagged_capped": int(sum(item in capped_items for item in flagged)),
     }
+    return row, per_benchmark
 
 
 def simulated(n_llms: int, seed: int, args, plan: AsymptotePlan | None):
@@ -148,20 +166,22 @@ def simulated(n_llms: int, seed: int, args, plan: AsymptotePlan | None):
     return responses, truth
 
 
-def planted_rows(n_llms: int, seed: int, args, log) -> list[dict]:
+def planted_rows(n_llms: int, seed: int, args, log) -> tuple[list[dict], list[dict]]:
     plan = AsymptotePlan(n_options=OPTIONS, capped_share=dict.fromkeys(OPTIONS, args.capped_share))
     responses, truth = simulated(n_llms, seed, args, plan)
     low = near_chance(truth, responses)
-    rows = []
+    rows, floors = [], []
     for label, spec in (("2pl", None), ("4pl", FOUR_PL)):
         tree, cost = fit(responses, spec, args, seed)
         row = {"llms": n_llms, "items": responses.n_items, "seed": seed, "model": label}
         row |= ability_errors(tree, truth, low) | cost
         if label == "4pl":
-            row |= recovery(tree, truth)
+            recovered, per_benchmark = recovery(tree, truth)
+            row |= recovered
+            floors = [{"llms": n_llms, "seed": seed} | entry for entry in per_benchmark]
         rows.append(row)
         log(f"{n_llms} LLMs, seed {seed}, {label}: {row}")
-    return rows
+    return rows, floors
 
 
 def null_rows(args, log) -> list[dict]:
@@ -219,19 +239,26 @@ def main() -> None:
     args = parser.parse_args()
     log = elapsed_logger()
     header = run_header("Floors and ceilings on simulations")
-    rows = []
+    rows, floors = [], []
     for n_llms in args.llms:
         for seed in range(args.seeds):
-            rows.extend(planted_rows(n_llms, seed, args, log))
-            write_results(args.out, tables(header, rows, None), quiet=True)  # a stopped run keeps its rows
+            fits, per_benchmark = planted_rows(n_llms, seed, args, log)
+            rows.extend(fits)
+            floors.extend(per_benchmark)
+            write_results(
+                args.out, tables(header, rows, floors, None), quiet=True
+            )  # a stopped run keeps its rows
     null = null_rows(args, log) if args.null else None
-    write_results(args.out, tables(header, rows, null))
+    write_results(args.out, tables(header, rows, floors, null))
 
 
-def tables(header: str, rows: list[dict], null: list[dict] | None) -> list[str]:
-    """The results file: every fit, the 4PL against the 2PL per size, the set with nothing planted."""
+def tables(header: str, rows: list[dict], floors: list[dict], null: list[dict] | None) -> list[str]:
+    """The results file: every fit, the 4PL's floors per benchmark, the 4PL against the 2PL per
+    size, the set with nothing planted."""
     table = pd.DataFrame(rows)
     text = [header, "", "## Planted floors and ceilings, 2PL and 4PL fits", "", markdown_table(table)]
+    if floors:
+        text += ["", "## The 4PL's floors per benchmark", "", markdown_table(pd.DataFrame(floors))]
     by_size = table.pivot_table(index=["llms", "seed"], columns="model", values="ability_rmse_near_chance")
     if {"2pl", "4pl"} <= set(by_size.columns):
         by_size["reduction"] = 1 - by_size["4pl"] / by_size["2pl"]
