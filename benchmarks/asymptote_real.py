@@ -14,7 +14,12 @@ training LLMs (``--sizes``), a seeded sample of LLMs is fitted unidimensionally 
   paired difference from the 2PL's with its SE over LLMs.
 
 Beside them, metabench's own choice for the benchmark (its fitted R ``mirt`` model) and every
-fit's largest R-hat. With ``--reference-size``, our floors (and ceilings) against metabench's
+fit's largest R-hat, and a row ``metabench params``: the same held-out cells predicted from
+metabench's published item parameters (its ``a1``, ``d``, ``g``, ``u``), each held-out LLM's
+ability integrated over a grid under a standard normal prior (mirt's EAP) given its revealed
+cells. metabench fitted those parameters on every LLM of the file (its ``theta_train_*``
+lists), the held-out ones included, so the row is a reference with an advantage, not a
+held-out fit. With ``--reference-size``, our floors (and ceilings) against metabench's
 ``g`` (and ``u``) on its 3PL and 4PL benchmarks (MMLU, WinoGrande), fitted on that many LLMs
 with metabench's model: means, correlations, our 90 % interval widths, how often they hold
 metabench's value, and each estimate's correlation with the item's accuracy.
@@ -40,6 +45,7 @@ from benchmirt_bayes import asymptote_flags, compare_asymptote_models, fit_poste
 from benchmirt_bayes.analyses.heldout import FoldSplit, mirt_predictions
 from benchmirt_bayes.data.real_data import OPEN_LLM_BENCHMARKS
 from benchmirt_bayes.model.spec import load_spec
+from benchmirt_bayes.response_types import response_model
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "open_llm_leaderboard_v1"
 OPTIONS = {"mmlu": 4, "arc": 4, "winogrande": 2}
@@ -94,6 +100,40 @@ def held_out_loss(fit_tree, combined, split: FoldSplit, seed: int) -> pd.Series:
     return pd.Series(loss).groupby(llm).mean()
 
 
+def authors_parameters(bench: str) -> pd.DataFrame:
+    """metabench's fitted item parameters for ``bench`` (``a1``, ``d``, ``g``, ``u``), by item."""
+    path = SHARED / f"items_{bench}_authors_mirt_{METABENCH[bench].upper()}.csv"
+    return pd.read_csv(path, dtype={"item": str}).set_index("item")
+
+
+def metabench_held_out_loss(bench: str, combined, split: FoldSplit) -> pd.Series:
+    """Mean log loss of each held-out LLM's hidden cells under metabench's item parameters.
+
+    Each held-out LLM's ability is integrated over a grid under a standard normal prior given
+    its revealed cells (mirt's EAP); a hidden cell's prediction is its probability averaged
+    over that posterior.
+    """
+    authors = authors_parameters(bench).reindex(combined.items.astype(str))
+    binary = response_model("binary")
+    params = {"floor": authors["g"].to_numpy(), "ceiling": authors["u"].to_numpy()}
+    grid = np.linspace(-6.0, 6.0, 241)
+    log_prior = -0.5 * grid**2
+    eta = grid[:, None] * authors["a1"].to_numpy()[None, :] + authors["d"].to_numpy()[None, :]
+    log_yes = binary.log_likelihood(1.0, eta, **params)
+    log_no = binary.log_likelihood(0.0, eta, **params)
+    prob = binary.probability(eta, **params)
+    losses = {}
+    for row in split.held_out:
+        y, known, hidden = combined.values[row], split.known[row], split.test[row]
+        log_post = log_prior + np.where(y[known] == 1, log_yes[:, known], log_no[:, known]).sum(axis=1)
+        weight = np.exp(log_post - log_post.max())
+        predicted = np.clip(weight @ prob[:, hidden] / weight.sum(), 1e-9, 1 - 1e-9)
+        observed = y[hidden]
+        loss = -(observed * np.log(predicted) + (1 - observed) * np.log1p(-predicted))
+        losses[str(combined.llms[row])] = float(loss.mean())
+    return pd.Series(losses)
+
+
 def size_rows(bench: str, responses, size: int, args, log) -> list[dict]:
     rng = np.random.default_rng([args.seed, size])
     order = rng.permutation(responses.llms.astype(str))
@@ -109,6 +149,7 @@ def size_rows(bench: str, responses, size: int, args, log) -> list[dict]:
         log(f"{bench} N={size} {model}: {seconds[model]:.0f} s, held-out log loss {losses[model].mean():.4f}")
     loo = compare_asymptote_models(fits).set_index("model")
     best_heldout = min(MODELS, key=lambda m: losses[m].mean())
+    reference = metabench_held_out_loss(bench, combined, split).reindex(losses["2pl"].index)
     rows = []
     for model in MODELS:
         difference = losses[model] - losses["2pl"]
@@ -133,14 +174,28 @@ def size_rows(bench: str, responses, size: int, args, log) -> list[dict]:
                 "max_rhat": rhat,
             }
         )
+    difference = reference - losses["2pl"]
+    rows.append(
+        {
+            "benchmark": bench,
+            "llms": size,
+            "items": responses.n_items,
+            "model": "metabench params",
+            "loo_recommends": loo["recommended"].iloc[0],
+            "heldout_log_loss": round(float(reference.mean()), 4),
+            "minus_2pl": round(float(difference.mean()), 4),
+            "se_minus_2pl": round(float(difference.std(ddof=1) / np.sqrt(difference.size)), 4),
+            "heldout_best": best_heldout,
+            "metabench": METABENCH[bench],
+        }
+    )
     return rows
 
 
 def reference_rows(bench: str, responses, args, log) -> list[dict]:
     """Our floors (and ceilings) against metabench's on ``args.reference_size`` LLMs."""
     model = METABENCH[bench]
-    authors = pd.read_csv(SHARED / f"items_{bench}_authors_mirt_{model.upper()}.csv", dtype={"item": str})
-    authors = authors.set_index("item")
+    authors = authors_parameters(bench)
     llms = np.random.default_rng([args.seed, 0]).permutation(responses.llms.astype(str))[
         : args.reference_size
     ]

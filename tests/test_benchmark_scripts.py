@@ -65,7 +65,7 @@ def test_asymptote_scripts_quick_runs_write_their_tables(name, tmp_path):
     text = (tmp_path / benchmark.table_file).read_text()
     assert text.startswith("# ") and "commit " in text
     rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
-    models = {"2pl", "4pl"} if name == "asymptote_recovery" else {"2pl", "3pl", "4pl"}
+    models = {"2pl", "4pl"} if name == "asymptote_recovery" else {"2pl", "3pl", "4pl", "metabench params"}
     cells = {cell.strip() for row in rows for cell in row.split("|")}
     assert models <= cells
     if name == "asymptote_recovery":
