@@ -18,7 +18,9 @@ option counts in the spec). Reported per fit:
   success on the multiple-choice benchmarks (the LLMs near chance);
 * flags (``asymptote_flags`` at its defaults): the share of uncapped items flagged with a low
   ceiling (false flags) and of capped items flagged (power), the share of items whose true
-  floor is at or below chance flagged with a high floor (false flags);
+  floor is at or below chance flagged with a high floor (false flags) by the probability rule
+  alone (``min_llms=1``) and by the default (no floor flags below ``MIN_FLOOR_LLMS`` LLMs), and
+  per benchmark the floors' planted and estimated means, coverage and flags by the rule alone;
 * ``miskeyed_items``: capped items among the flagged, and flags on uncapped items;
 * cost: seconds, the smallest bulk ESS per second, divergences and the largest R-hat.
 
@@ -49,6 +51,7 @@ from benchmirt_bayes import (
     rank_items,
     simulate_benchmirt,
 )
+from benchmirt_bayes.analyses.asymptote_flags import MIN_FLOOR_LLMS
 from benchmirt_bayes.analyses.metrics import auc
 from benchmirt_bayes.response_types.base import sigmoid
 from benchmirt_bayes.rotations import procrustes, whitened_frame
@@ -112,7 +115,10 @@ def recovery(tree, truth) -> tuple[dict[str, float], list[dict]]:
     Returns the fit's row and one row per benchmark for its floors (where a false floor flag
     comes from: the flags of one benchmark share its benchmark-level floor).
     """
-    flags = asymptote_flags(tree, ci_prob=CI_LEVEL).set_index("item")
+    # the probability rule alone (min_llms=1); the default also withholds floor flags in
+    # benchmarks with fewer than MIN_FLOOR_LLMS LLMs
+    flags = asymptote_flags(tree, ci_prob=CI_LEVEL, min_llms=1).set_index("item")
+    default_floor_flags = flags["floor_flagged"] & (flags["benchmark_llms"] >= MIN_FLOOR_LLMS)
     true_floor = truth["floor"].to_series().reindex(flags.index)
     true_ceiling = truth["ceiling"].to_series().reindex(flags.index)
     capped = true_ceiling < 1
@@ -149,6 +155,7 @@ def recovery(tree, truth) -> tuple[dict[str, float], list[dict]]:
         "low_ceiling_power": round(float(flags.loc[capped, "ceiling_flagged"].mean()), 3),
         "low_ceiling_false_flags": round(float(flags.loc[~capped, "ceiling_flagged"].mean()), 4),
         "high_floor_false_flags": round(float(flags.loc[null_floor, "floor_flagged"].mean()), 4),
+        "high_floor_false_flags_default": round(float(default_floor_flags[null_floor].mean()), 4),
         "miskeyed_flagged": len(flagged),
         "miskeyed_flagged_capped": int(sum(item in capped_items for item in flagged)),
     }

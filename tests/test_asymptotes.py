@@ -363,6 +363,27 @@ def test_asymptote_flags_report_floors_and_ceilings_with_intervals(asymptote_fit
         asymptote_flags(fit, ceiling_below=1.2)
 
 
+def test_floor_flags_are_withheld_below_min_llms_and_the_warning_names_them(asymptote_fit):
+    sim, fit = asymptote_fit  # 30 LLMs: below the default min_llms
+    everyone = asymptote_flags(fit, probability=0.5, min_llms=1)
+    assert (everyone["benchmark_llms"] == sim.responses.n_llms).all()
+    assert (everyone["floor_flagged"] == (everyone["p_floor_above_chance"] > 0.5)).all()
+    would = everyone[everyone["floor_flagged"]]
+    assert len(would) > 0  # at probability 0.5 some floors of a planted set are above chance
+    with pytest.warns(UserWarning, match="floor flags withheld where fewer than 50 LLMs") as caught:
+        withheld = asymptote_flags(fit, probability=0.5)
+    message = str(caught[0].message)
+    for bench, count in would["benchmark"].value_counts().items():
+        assert f"{bench} ({count} items, 30 LLMs)" in message
+    assert not withheld["floor_flagged"].any() and withheld.attrs["min_llms"] == 50
+    # the ceilings are flagged as before, and nothing else moves
+    pd.testing.assert_frame_equal(
+        withheld.drop(columns="floor_flagged"), everyone.drop(columns="floor_flagged"), check_like=True
+    )
+    with pytest.raises(ValueError, match="min_llms"):
+        asymptote_flags(fit, min_llms=0)
+
+
 def test_low_ceilings_count_as_miskeying_evidence_and_reach_the_report_and_audit_tables(
     asymptote_fit, tmp_path
 ):

@@ -166,7 +166,8 @@ def _ceilings(
     nothing = np.full(len(items), np.nan)
     if "floor" not in posterior["posterior"]:
         return nothing, nothing
-    flags = asymptote_flags(posterior, ceiling_below=ceiling_below).set_index("item")
+    # only the ceilings are read: min_llms=1 keeps the floor-flag rule (and its warning) out
+    flags = asymptote_flags(posterior, ceiling_below=ceiling_below, min_llms=1).set_index("item")
     flags = flags.reindex(items.to_numpy())
     return flags["ceiling_mean"].to_numpy(), flags["p_ceiling_below"].to_numpy()
 

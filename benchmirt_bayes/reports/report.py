@@ -288,7 +288,8 @@ def _audits(posterior: xr.DataTree, dif_group: str | None, seed: int) -> str:
             f"{asymptotes.attrs['ceiling_below']} (a wrong key, an ambiguous item) and "
             f"{int(asymptotes['floor_flagged'].sum())} a floor credibly above chance (leaked answers, "
             f"options that give the key away), each at posterior probability above "
-            f"{asymptotes.attrs['probability']}.</p>"
+            f"{asymptotes.attrs['probability']}; floors are flagged only in benchmarks that at least "
+            f"{asymptotes.attrs['min_llms']} LLMs answered.</p>"
             + _table(
                 flagged.head(15).set_index("item")[
                     [
