@@ -23,8 +23,7 @@ MIN_FLOOR_LLMS = 50
 With a few tens of LLMs, none of them near chance, a floor at chance under a flat item curve
 and a higher floor under a steeper, shifted one fit about equally; the priors then place the
 floor, and a whole benchmark's floors can sit credibly above chance when the planted ones do
-not (`benchmarks/RESULTS.md`, "Floors and ceilings": at 20 LLMs 44–49 % of the floor flags
-false in two of four simulated sets, none at 50 LLMs).
+not (measured in ``benchmarks/RESULTS.md``, "Floors and ceilings").
 """
 
 
