@@ -199,6 +199,18 @@ def test_single_index_form_follows_a_curved_link_that_the_additive_form_cannot()
     assert np.corrcoef(index.weights[1:], weights)[0, 1] > 0.95  # the items' relative weights
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_single_index_form_survives_a_singular_gauss_newton_step(seed):
+    # fewer LLMs than columns and a steep curve: the penalty vanishes beside JᵀJ in floating
+    # point (a real 16-LLM fold of ARC raised LinAlgError from fit_score_link this way)
+    rng = np.random.default_rng(seed)
+    x = np.column_stack([np.ones(12), rng.normal(size=(12, 16))]) * 1e8
+    penalty = np.r_[np.zeros(7), np.full(10, 0.01)]
+    target = rng.normal(50, 15, size=12)
+    curve = IndexCurve.fit((x, penalty), target)
+    assert np.isfinite(curve.predict(x)).all()
+
+
 @pytest.mark.slow
 def test_stepwise_items_predict_held_out_full_scores_better_than_random_items(setting):
     _, reduced, full, train, test, fit = setting

@@ -158,7 +158,11 @@ class IndexCurve:
             slope = (_curve_basis(z + step, knots) @ coefficients - fitted) / step
             jacobian = x * slope[:, None]
             gram = jacobian.T @ jacobian + n * np.diag(penalty)
-            direction = np.linalg.solve(gram, jacobian.T @ (target - fitted) - n * penalty * weights)
+            # least squares, not solve: with fewer LLMs than columns and a steep curve the
+            # penalty vanishes beside JᵀJ in floating point and the Gram matrix is singular
+            direction = np.linalg.lstsq(
+                gram, jacobian.T @ (target - fitted) - n * penalty * weights, rcond=None
+            )[0]
             for damping in (1.0, 0.5, 0.25, 0.125):
                 trial = rescaled(weights + damping * direction)
                 trial_knots, trial_coefficients, trial_loss = curve(trial)
