@@ -2,10 +2,10 @@
 
 The Open LLM Leaderboard joint set (``../shared/data/open_llm_leaderboard_v1``: 2,461 LLMs ×
 693 items, five benchmarks). For each number of training LLMs and each fold (seeded): a
-2-dimension ADVI fit (``fit_posterior``'s defaults) of that many LLMs on every item, and 100
-other LLMs that answered ``k`` random items per benchmark. ``estimate_scores`` without a
-link estimates each held-out LLM's score on all fitted items of each benchmark; the truth is
-the score it got there. Three estimates, each with its 90 % interval:
+2-dimension ADVI fit (``method="advi"``; ``fit_posterior`` defaults to NUTS) of that many
+LLMs on every item, and 100 other LLMs that answered ``k`` random items per benchmark.
+``estimate_scores`` without a link estimates each held-out LLM's score on all fitted items
+of each benchmark; the truth is the score it got there. Three estimates, each with its 90 % interval:
 
 * ``predictive``: the package's (a posterior predictive interval of the score);
 * ``expected``: the posterior interval of the model's *expected* score (the interval the
