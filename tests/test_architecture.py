@@ -14,23 +14,25 @@ PACKAGE = ROOT / "benchmirt_bayes"
 
 # Each layer may import itself and the layers listed for it, nothing else of the package.
 # Top-level modules are their own small layers.
-FOUNDATION = {"errors", "dims", "rotations", "integrity", "summaries"}
+FOUNDATION = {"errors", "checks", "dims", "rotations", "integrity", "summaries"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    "checks": set(),
     "dims": set(),
     "rotations": set(),
     "integrity": set(),
     "summaries": set(),
     "response_types": {"dims"},
-    "data": {"errors", "dims", "response_types"},
-    "model": {"errors", "dims", "response_types", "data", "rotations"},
-    "simulation": {"errors", "dims", "response_types", "data", "model"},
+    "data": {"errors", "checks", "dims", "response_types"},
+    "model": {"errors", "checks", "dims", "response_types", "data", "rotations"},
+    "simulation": {"errors", "checks", "dims", "response_types", "data", "model"},
     "posterior": {"errors", "dims", "response_types", "data", "model"},
     "draws": {"errors", "dims", "response_types", "data", "model", "posterior"},
     "io": {"errors", "integrity", "dims", "response_types", "data", "posterior"},
     "batch": {"errors", "integrity"},
     "inference": {
         "errors",
+        "checks",
         "rotations",
         "dims",
         "response_types",
@@ -42,6 +44,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "diagnostics": {
         "errors",
+        "checks",
         "rotations",
         "summaries",
         "dims",
@@ -52,6 +55,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "analyses": {
         "errors",
+        "checks",
         "rotations",
         "summaries",
         "dims",
@@ -64,6 +68,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "workflows": {
         "errors",
+        "checks",
         "summaries",
         "dims",
         "response_types",
@@ -77,6 +82,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "reports": {
         "errors",
+        "checks",
         "summaries",
         "dims",
         "response_types",
@@ -90,6 +96,7 @@ ALLOWED: dict[str, set[str]] = {
     "demo": {"simulation", "inference", "io", "reports"},
     "cli": {
         "errors",
+        "checks",
         "dims",
         "integrity",
         "summaries",

@@ -154,7 +154,7 @@ def test_missing_sampler_names_the_extra(tiny_sim, monkeypatch):
         ({"nuts": {"draws": 0}}, "draws must be a positive integer"),
         ({"restarts": 0}, "restarts must be a positive integer"),
         ({"nuts": {"init": "map"}}, "init must be one of"),
-        ({"nuts": {"max_treedepth": 0}}, "max_treedepth must be 'auto' or an integer"),
+        ({"nuts": {"max_treedepth": 0}}, "max_treedepth must be an integer in 1..15"),
         ({"nuts": {"init": "prior"}, "advi": {"draws": 5}}, "advi settings apply to ADVI fits"),
         ({"nuts": {"thin": 0}}, "thin must be a positive integer"),
         ({"method": "advi", "nuts": {"thin": 2}}, "nuts settings apply to method='nuts' only"),

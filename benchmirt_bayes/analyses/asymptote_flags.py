@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from benchmirt_bayes.checks import check_integer
 from benchmirt_bayes.posterior import fit_spec, responses_from_tree
 from benchmirt_bayes.response_types import DEFAULT_TYPE, response_model
 from benchmirt_bayes.response_types.asymptotes import CEILING_ITEM_DIM, AsymptoteItems
@@ -82,8 +83,7 @@ def asymptote_flags(
         raise ValueError(f"ceiling_below must lie in (0, 1), got {ceiling_below!r}")
     if not 0.5 <= probability < 1:
         raise ValueError(f"probability must lie in [0.5, 1), got {probability!r}")
-    if isinstance(min_llms, bool) or not isinstance(min_llms, int | np.integer) or min_llms < 1:
-        raise ValueError(f"min_llms must be an integer of at least 1, got {min_llms!r}")
+    check_integer("min_llms", min_llms)
     check_ci_prob(ci_prob)
     post = posterior["posterior"]
     spec = fit_spec(posterior)

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from benchmirt_bayes.checks import check_integer
 from benchmirt_bayes.posterior import point_parameters, responses_from_tree
 from benchmirt_bayes.response_types.base import mdisc, multidimensional_difficulty
 
@@ -170,8 +171,8 @@ def select_for_scores(
     """
     if (per_benchmark is None) == (fraction is None):
         raise ValueError("give exactly one of per_benchmark and fraction")
-    if per_benchmark is not None and per_benchmark < 1:
-        raise ValueError(f"per_benchmark must be at least 1, got {per_benchmark}")
+    if per_benchmark is not None:
+        check_integer("per_benchmark", per_benchmark)
     if fraction is not None and not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
     if method not in SCORE_SELECTIONS:

@@ -22,6 +22,7 @@ from benchmirt_bayes.analyses.ability_posterior import (
     ability_posterior,
     predicted_mean_score,
 )
+from benchmirt_bayes.checks import check_integer
 from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.summaries import CI_PROB, check_ci_prob
 
@@ -235,8 +236,7 @@ def adaptive_test(
         ``<dim>_mean`` and ``<dim>_sd`` of the ability posterior after it.
 
     """
-    if budget < 1:
-        raise ValueError(f"budget must be at least 1, got {budget}")
+    check_integer("budget", budget)
     if order not in ("information", "random"):
         raise ValueError(f"order must be 'information' or 'random', got {order!r}")
     draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed)

@@ -47,6 +47,7 @@ import xarray as xr
 from benchmirt_bayes.analyses.ability_posterior import ability_posterior
 from benchmirt_bayes.analyses.metrics import spearman
 from benchmirt_bayes.batch import ExecutorArg, fields_fingerprint, run_batch
+from benchmirt_bayes.checks import check_integer
 from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.model.layout import ResponseLayout
@@ -72,9 +73,7 @@ def _target_size(n_total: int, fraction: float | None, n_items: int | None) -> i
         if not 0 < fraction <= 1:
             raise ValueError(f"fraction must be in (0, 1], got {fraction}")
         return max(1, round(fraction * n_total))
-    if not 1 <= n_items <= n_total:
-        raise ValueError(f"n_items must be between 1 and {n_total}, got {n_items}")
-    return int(n_items)
+    return check_integer("n_items", n_items, minimum=1, maximum=n_total)
 
 
 def select_items(

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from benchmirt_bayes.checks import check_integer
 from benchmirt_bayes.data.tables import numeric_values
 from benchmirt_bayes.dims import ITEM_DIM, LLM_DIM
 from benchmirt_bayes.errors import ResponseDataError, limit_listing
@@ -354,8 +355,7 @@ class ResponseMatrix:
             unobserved cells (an internal index, never a response code).
 
         """
-        if n_folds < 2:
-            raise ValueError(f"n_folds must be at least 2, got {n_folds}")
+        check_integer("n_folds", n_folds, minimum=2)
         flat = np.flatnonzero(self.observed.ravel())
         rng = np.random.default_rng(seed)
         order = rng.permutation(flat.size)

@@ -18,6 +18,7 @@ import pytensor
 import xarray as xr
 
 from benchmirt_bayes.batch import ExecutorArg, run_batch
+from benchmirt_bayes.checks import check_integer
 from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.errors import MissingExtraError
 from benchmirt_bayes.inference.advi import AdviResult, run_advi
@@ -33,7 +34,6 @@ from benchmirt_bayes.inference.settings import (
     automatic_method,
     automatic_nuts,
     coerce_settings,
-    positive_int,
 )
 from benchmirt_bayes.inference.thinning import kept_draws, thin_sample_stats
 from benchmirt_bayes.model.pymc_model import build_model, resolve_likelihood
@@ -156,7 +156,7 @@ def fit_posterior(
     """
     if not isinstance(responses, ResponseMatrix):
         raise TypeError(f"responses must be a ResponseMatrix, got {type(responses).__name__}")
-    positive_int("restarts", restarts)
+    check_integer("restarts", restarts)
     settings = resolve_settings(
         responses, n_dims, method=method, nuts=nuts, advi=advi, spec=spec, likelihood=likelihood
     )
@@ -187,7 +187,7 @@ def resolve_settings(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    positive_int("n_dims", n_dims)
+    check_integer("n_dims", n_dims)
     if n_dims >= responses.n_items:
         raise ValueError(
             f"n_dims={n_dims} needs more items than dimensions, and the data have {responses.n_items} items"

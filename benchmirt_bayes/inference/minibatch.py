@@ -33,11 +33,12 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
+from benchmirt_bayes.checks import check_integer
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
 from benchmirt_bayes.inference.advi import POLISH_FACTOR, ElboConvergence, elbo_record, optimisation_progress
 from benchmirt_bayes.inference.fit import RawFit, assemble_posterior, optimisation_start
 from benchmirt_bayes.inference.initialisation import jittered_start
-from benchmirt_bayes.inference.settings import AdviSettings, FitSettings, coerce_settings, positive_int
+from benchmirt_bayes.inference.settings import AdviSettings, FitSettings, coerce_settings
 from benchmirt_bayes.model.pymc_model import build_model, has_binary_asymptotes
 from benchmirt_bayes.model.spec import ModelSpec, load_spec
 from benchmirt_bayes.posterior import kept_variables, with_variational
@@ -128,8 +129,8 @@ def fit_minibatch_advi(
             "logit); data with other response types fit with fit_posterior (method='nuts', "
             "'advi' or 'map')"
         )
-    positive_int("n_dims", n_dims)
-    positive_int("item_batch", item_batch)
+    check_integer("n_dims", n_dims)
+    check_integer("item_batch", item_batch)
     n_items = len(source.items)
     item_batch = min(item_batch, n_items)
     responses = _source_matrix(source)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from benchmirt_bayes.checks import check_integer
 from benchmirt_bayes.model.spec import ModelSpec
 
 Method = Literal["auto", "nuts", "advi", "fullrank_advi", "map"]
@@ -34,12 +35,6 @@ LARGE_NUTS_CELLS = 1_000_000
 depth 5, every second draw kept): the configuration validated on the built-in 100 × 34k set
 (3 million cells). Below it the sampler's own start and depth 10 (trees U-turn by themselves
 at depth 5 there) were as fast (``benchmarks/harness.py``)."""
-
-
-def positive_int(name: str, value: Any) -> None:
-    """Raise ``ValueError`` unless ``value`` is a positive integer (booleans are not)."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def _in_open_unit(name: str, value: Any) -> None:
@@ -111,18 +106,15 @@ class NutsSettings:
                 raise ValueError(f"{name}={value!r} is nutpie's; sampler is {self.sampler!r}")
         if self.init not in NutsInit.__args__:
             raise ValueError(f"init must be one of {NutsInit.__args__}, got {self.init!r}")
-        positive_int("chains", self.chains)
+        check_integer("chains", self.chains)
         for name in ("draws", "thin"):
             if getattr(self, name) != "auto":
-                positive_int(name, getattr(self, name))
-        if isinstance(self.tune, bool) or not isinstance(self.tune, int | np.integer) or self.tune < 0:
-            raise ValueError(f"tune must be a non-negative integer, got {self.tune!r}")
+                check_integer(name, getattr(self, name))
+        check_integer("tune", self.tune, minimum=0)
         _in_open_unit("target_accept", self.target_accept)
         depth = self.max_treedepth
-        if depth != "auto" and (
-            isinstance(depth, bool) or not isinstance(depth, int | np.integer) or not 1 <= depth <= 15
-        ):
-            raise ValueError(f"max_treedepth must be 'auto' or an integer in 1..15, got {depth!r}")
+        if depth != "auto":
+            check_integer("max_treedepth", depth, minimum=1, maximum=15)
 
     @property
     def is_resolved(self) -> bool:
@@ -224,19 +216,14 @@ class AdviSettings:
 
     def __post_init__(self) -> None:
         for name in ("draws", "max_steps", "window", "starts"):
-            positive_int(name, getattr(self, name))
+            check_integer(name, getattr(self, name))
         if self.init not in AdviInit.__args__:
             raise ValueError(f"advi init must be one of {AdviInit.__args__}, got {self.init!r}")
         if self.stopping not in AdviStopping.__args__:
             raise ValueError(f"advi stopping must be one of {AdviStopping.__args__}, got {self.stopping!r}")
         if self.tolerance is None:
             object.__setattr__(self, "tolerance", DEFAULT_TOLERANCE[self.stopping])
-        if (
-            isinstance(self.polish_steps, bool)
-            or not isinstance(self.polish_steps, int | np.integer)
-            or (self.polish_steps < 0)
-        ):
-            raise ValueError(f"polish_steps must be a non-negative integer, got {self.polish_steps!r}")
+        check_integer("polish_steps", self.polish_steps, minimum=0)
         for name in ("tolerance", "learning_rate"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not np.isfinite(value) or value <= 0:

@@ -40,6 +40,7 @@ import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
 
+from benchmirt_bayes.checks import check_integer
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
 from benchmirt_bayes.model.anchors import anchored_rows, resolve_anchors
 from benchmirt_bayes.model.spec import ModelSpec, check_pattern_benchmarks, load_spec, noncentred_benchmarks
@@ -159,8 +160,7 @@ def build_model(
     """
     if not isinstance(responses, ResponseMatrix):
         raise TypeError(f"responses must be a ResponseMatrix, got {type(responses).__name__}")
-    if not isinstance(n_dims, int | np.integer) or n_dims < 1:
-        raise ValueError(f"n_dims must be a positive integer, got {n_dims!r}")
+    check_integer("n_dims", n_dims)
     spec = load_spec(spec)
     dims = dimension_names(n_dims, spec)
     if len(dims) != n_dims:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
+from benchmirt_bayes.checks import check_integer
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
 from benchmirt_bayes.model.layout import ResponseLayout
 from benchmirt_bayes.response_types import (
@@ -189,8 +190,7 @@ def simulate_benchmirt(
     """
     if scale <= 0:
         raise ValueError(f"scale must be positive, got {scale}")
-    if n_llms < 2:
-        raise ValueError(f"n_llms must be at least 2, got {n_llms}")
+    check_integer("n_llms", n_llms, minimum=2)
     if not 0 <= missing_share < 1:
         raise ValueError(f"missing_share must be in [0, 1), got {missing_share}")
     rng = np.random.default_rng(seed)

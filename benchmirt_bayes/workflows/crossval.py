@@ -34,6 +34,7 @@ from benchmirt_bayes.analyses.heldout import (
 )
 from benchmirt_bayes.analyses.metrics import LOWER_IS_BETTER, calibration_table, prediction_metrics
 from benchmirt_bayes.batch import ExecutorArg, fields_fingerprint, run_batch
+from benchmirt_bayes.checks import check_integer
 from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.inference.fit import fit_posterior, resolve_settings
 from benchmirt_bayes.inference.settings import (
@@ -188,8 +189,7 @@ def cross_validate(
         )
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
-    if folds < 2:
-        raise ValueError(f"folds must be at least 2, got {folds}")
+    check_integer("folds", folds, minimum=2)
     check_fold_count(responses, scheme, folds)
     if category is not None and category not in responses.item_coords:
         raise KeyError(f"unknown item coordinate {category!r}; available: {responses.item_coords}")

@@ -38,6 +38,7 @@ import pytensor
 import xarray as xr
 from rich.progress import track
 
+from benchmirt_bayes.checks import check_integer
 from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix
 from benchmirt_bayes.diagnostics.approximation import (
     PARETO_K_SAMPLES,
@@ -87,9 +88,7 @@ class SbcSetting:
     def __post_init__(self) -> None:
         minimum = {"n_llms": 5, "items_per_benchmark": N_PICKS, "n_benchmarks": 1, "n_dims": 1}
         for name, low in minimum.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+            check_integer(name, getattr(self, name), minimum=low)
         if self.response_type not in RESPONSE_TYPES:
             raise ValueError(f"response_type must be one of {RESPONSE_TYPES}, got {self.response_type!r}")
 
@@ -221,8 +220,7 @@ def simulation_based_calibration(
     setting = SbcSetting() if setting is None else setting
     if method not in ("nuts", "advi"):
         raise ValueError(f"method must be 'nuts' or 'advi', got {method!r}")
-    if isinstance(n_replications, bool) or not isinstance(n_replications, int) or n_replications < 2:
-        raise ValueError(f"n_replications must be an integer >= 2, got {n_replications!r}")
+    check_integer("n_replications", n_replications, minimum=2)
     if method == "nuts":
         nuts = {"chains": 2, "tune": 500, "draws": 500} | dict(nuts or {})
     design = sbc_design(setting, seed)
