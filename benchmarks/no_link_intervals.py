@@ -2,8 +2,8 @@
 
 The Open LLM Leaderboard joint set (``../shared/data/open_llm_leaderboard_v1``: 2,461 LLMs ×
 693 items, five benchmarks). For each number of training LLMs and each fold (seeded): a
-2-dimension ADVI fit (``method="advi"``; ``fit_posterior`` defaults to NUTS) of that many
-LLMs on every item, and 100 other LLMs that answered ``k`` random items per benchmark.
+2-dimension fit of that many LLMs on every item (``fit_posterior``'s default call, NUTS, or
+``--method advi``), and 100 other LLMs that answered ``k`` random items per benchmark.
 ``estimate_scores`` without a link estimates each held-out LLM's score on all fitted items
 of each benchmark; the truth is the score it got there. Three estimates, each with its 90 % interval:
 
@@ -42,11 +42,12 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "open_llm_leade
 HELD_OUT = 100
 
 
-def fold_rows(board, n_train: int, budgets: list[int], fold: int, draws: int) -> list[dict]:
+def fold_rows(board, n_train: int, budgets: list[int], fold: int, draws: int, method: str) -> list[dict]:
     rng = np.random.default_rng([fold, n_train])
     llms = rng.permutation(board.llms)
     train, test = list(llms[:n_train]), list(llms[n_train : n_train + HELD_OUT])
-    fit = fit_posterior(board.subset(llms=train), 2, method="advi", seed=fold, progressbar=False)
+    chosen = {} if method == "default" else {"method": method}
+    fit = fit_posterior(board.subset(llms=train), 2, seed=fold, progressbar=False, **chosen)
     return [row for k in budgets for row in budget_rows(board, fit, test, k, rng, draws, n_train, fold)]
 
 
@@ -101,13 +102,19 @@ def main() -> None:
     parser.add_argument("--items", type=int, nargs="+", default=[10, 25])
     parser.add_argument("--folds", type=int, default=2)
     parser.add_argument("--draws", type=int, default=50)
+    parser.add_argument(
+        "--method",
+        default="default",
+        choices=["default", "advi"],
+        help="fit_posterior's default call, or ADVI",
+    )
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     board = load_open_llm_leaderboard(DATA)
     rows = []
     for n_train in args.sizes:
         for fold in range(args.folds):
-            rows += fold_rows(board, n_train, args.items, fold, args.draws)
+            rows += fold_rows(board, n_train, args.items, fold, args.draws, args.method)
     table = pd.DataFrame(rows)
     summary = (
         table.groupby(["train_llms", "items_per_benchmark", "estimate"])[["covered", "width_pp", "mae_pp"]]
