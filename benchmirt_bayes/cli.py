@@ -326,7 +326,7 @@ def _add_fit_settings_args(
     group.add_argument(
         "--likelihood",
         default="auto",
-        choices=["auto", "fused", "dense", "cells"],
+        choices=["auto", "fused", "fused64", "dense", "cells"],
         help="likelihood form (default auto: chosen from the matrix's density)",
     )
     group.add_argument(

@@ -72,7 +72,7 @@ def fit_posterior(
     restarts: int = 1,
     seed: int | None = None,
     spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
-    likelihood: Literal["auto", "fused", "dense", "cells"] = "auto",
+    likelihood: Literal["auto", "fused", "fused64", "dense", "cells"] = "auto",
     progressbar: bool = True,
     executor: ExecutorArg = "auto",
     restart_dir: str | Path | None = None,
@@ -116,10 +116,10 @@ def fit_posterior(
         Form of the likelihood terms (see :func:`benchmirt_bayes.build_model`):
         ``"auto"`` (default: when at least half the cells are observed,
         ``"fused"``, or ``"dense"`` with the numpyro sampler, which has no fused
-        kernel; else ``"cells"``), ``"fused"``, ``"dense"`` or ``"cells"``. The
-        log density is the same; the sampler's trajectory is not bit-identical,
-        because floating-point sums run in another order. The resolved form is
-        stored in the attrs.
+        kernel; else ``"cells"``), ``"fused"`` (cells in float32), ``"fused64"``,
+        ``"dense"`` or ``"cells"``. The log density is the same (``"fused"``'s to about
+        1e-8 of its size); the sampler's trajectory is not bit-identical, because
+        floating-point sums run in another order. The resolved form is stored in the attrs.
     progressbar
         Show progress of sampling or optimisation.
     executor

@@ -46,11 +46,12 @@ from benchmirt_bayes.model.anchors import anchored_rows, resolve_anchors
 from benchmirt_bayes.model.spec import ModelSpec, check_pattern_benchmarks, load_spec, noncentred_benchmarks
 from benchmirt_bayes.response_types import DEFAULT_TYPE, response_model, type_columns
 from benchmirt_bayes.response_types.asymptotes import AsymptoteItems
+from benchmirt_bayes.response_types.base import FUSED_FORMS
 
 ITEM_VARIABLES = ("loading", "intercept")
 DENSE_LIKELIHOOD_MIN_SHARE = 0.5
 """Observed share above which ``likelihood="auto"`` uses a whole-matrix form."""
-LIKELIHOOD_FORMS = ("auto", "fused", "dense", "cells")
+LIKELIHOOD_FORMS = ("auto", "fused", "fused64", "dense", "cells")
 ABILITY_VARIABLES = ("ability",)
 
 
@@ -111,7 +112,7 @@ def build_model(
     n_dims: int = 2,
     *,
     spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
-    likelihood: Literal["auto", "fused", "dense", "cells"] = "auto",
+    likelihood: Literal["auto", "fused", "fused64", "dense", "cells"] = "auto",
     observed: bool = True,
 ) -> pm.Model:
     """Build the hierarchical MIRT model for the observed cells of ``responses``.
@@ -127,19 +128,18 @@ def build_model(
         :class:`ModelSpec`, or a dict of overrides of the default spec.
     likelihood
         How the Bernoulli log-likelihood is written; every form gives the same
-        log density. ``"cells"``: the logits of the observed cells, gathered
-        from the matrix ``ability @ loading.T + intercept`` (observed variable
+        log density (``"fused"`` to float32 precision). ``"cells"``: the logits of the
+        observed cells, gathered from the matrix ``ability @ loading.T + intercept`` (observed variable
         ``correct`` over ``cell``). ``"dense"``: the whole matrix with unobserved
         cells masked out (``correct`` over ``(llm, item)``), written as array
         operations, so it runs on every back end, JAX included. ``"fused"``: the
         whole matrix through :mod:`benchmirt_bayes.response_types.fused_logit`, one pass
-        that returns the log density and its gradient together (numba, C and
-        Python back ends; not JAX). At the built-in 100 × 34k set, one log
-        density + gradient of the whole model costs 14 ms fused against 135 ms
-        dense (numba back end, one thread), and two chains on two cores do not
-        slow each other down. ``"auto"`` (default): fused when at least half
-        the cells are observed, else cells (:func:`resolve_likelihood`). Data
-        with graded, continuous or count items use the cell form.
+        that returns the log density and its gradient together, each cell in float32
+        (numba, C and Python back ends; not JAX); ``"fused64"``: the same pass in float64,
+        about half as fast (figures: ``benchmarks/RESULTS.md``, "One log density +
+        gradient"). ``"auto"`` (default): fused when at least half the cells are observed,
+        else cells (:func:`resolve_likelihood`). Data with graded, continuous or count
+        items use the cell form.
     observed
         ``False`` leaves the likelihood out: the priors and the map from free variables to
         abilities, loadings and intercepts only, for a caller that adds the likelihood itself
@@ -299,14 +299,15 @@ def resolve_likelihood(
     ``"auto"`` becomes ``"fused"`` (``"dense"`` when ``jax``, which has no fused
     kernel) if at least half the cells are observed, else ``"cells"``. Data with
     non-binary items always use ``"cells"``; binary items to which ``spec`` gives floors or
-    ceilings use ``"fused"`` or ``"cells"`` (``"cells"`` with JAX).
+    ceilings use ``"fused"``/``"fused64"`` (both the float64 2PL/3PL/4PL kernel) or
+    ``"cells"`` (``"cells"`` with JAX).
     """
     if likelihood not in LIKELIHOOD_FORMS:
         raise ValueError(f"likelihood must be one of {LIKELIHOOD_FORMS}, got {likelihood!r}")
-    if jax and likelihood == "fused":
+    if jax and likelihood in FUSED_FORMS:
         raise ValueError("the fused likelihood has no JAX implementation; use 'dense' or 'auto' with JAX")
     if not responses.is_binary:
-        if likelihood in ("fused", "dense"):
+        if likelihood in (*FUSED_FORMS, "dense"):
             raise ValueError(
                 f"likelihood={likelihood!r} is written for all-binary data; data with graded, "
                 "continuous or count items use likelihood='cells' (or 'auto')"

@@ -28,7 +28,9 @@ import pandas as pd
 import pytensor.tensor as pt
 from scipy.special import expit
 
-LikelihoodForm = Literal["fused", "dense", "cells"]
+LikelihoodForm = Literal["fused", "fused64", "dense", "cells"]
+FUSED_FORMS = ("fused", "fused64")
+"""The likelihood forms that run a one-pass numba kernel (float32 or float64 cells)."""
 
 
 # ------------------------------------------------------------ shared structure

@@ -27,6 +27,7 @@ from benchmirt_bayes.response_types.asymptotes import (
     section_problems,
 )
 from benchmirt_bayes.response_types.base import (
+    FUSED_FORMS,
     PYTENSOR,
     LikelihoodForm,
     ResponseModel,
@@ -228,10 +229,11 @@ class BinaryLogistic(ResponseModel):
         ``"cells"``: the observed cells' ``η`` gathered from the matrix (``name`` over dim
         ``cell``). ``"dense"``: the whole matrix with unobserved cells adding zero, as array
         operations (every back end, JAX included). ``"fused"``: the whole matrix through the
-        one-pass kernel of :mod:`benchmirt_bayes.response_types.fused_logit` (not JAX).
+        one-pass kernel of :mod:`benchmirt_bayes.response_types.fused_logit` (not JAX), each
+        cell in float32; ``"fused64"``: the same pass in float64.
 
         Where the spec section ``prior`` gives benchmarks floors or ceilings
-        (:mod:`benchmirt_bayes.response_types.asymptotes`), ``"fused"`` runs the 2PL/3PL/4PL
+        (:mod:`benchmirt_bayes.response_types.asymptotes`), ``"fused"`` and ``"fused64"`` run the 2PL/3PL/4PL
         kernel of :mod:`benchmirt_bayes.response_types.fused_asymptotes` and ``"cells"``
         makes their items' cells a second observed variable ``<name>_asymptotic`` with
         ``P(y = 1) = g + (u − g) σ(η)``; ``"dense"`` is refused.
@@ -241,16 +243,17 @@ class BinaryLogistic(ResponseModel):
         if plan.any:
             if form == "dense":
                 raise ValueError("binary items with floors or ceilings need likelihood 'fused' or 'cells'")
-            term = self._fused_asymptotic_term if form == "fused" else self._asymptotic_term
+            term = self._fused_asymptotic_term if form in FUSED_FORMS else self._asymptotic_term
             return term(name, ability, loading, intercept, responses, plan, section)
         observed = responses.observed
-        if form == "fused":
+        if form in FUSED_FORMS:
+            float64 = form == "fused64"
             return pm.CustomDist(
                 name,
                 ability,
                 loading,
                 intercept,
-                logp=lambda value, th, a, d: fused_loglik(value, th, a, d),
+                logp=lambda value, th, a, d: fused_loglik(value, th, a, d, float64=float64),
                 random=lambda th, a, d, rng, size: self.draw(
                     linear_predictor(th, a, d), rng, (*(size or ()), th.shape[-2], a.shape[-2])
                 ),

@@ -9,27 +9,39 @@ of the whole model with numba, and two chains on two cores slow each other
 down further, because they share the memory bandwidth. Here the responses are
 stored once as int8 (``-1`` for a missing cell), each LLM's row of logits lives
 in a scratch vector that stays in cache, and the log density and all three
-gradients come out of the same pass: 14 ms for the whole model, unchanged with
-two chains running at once.
+gradients come out of the same pass, unchanged in speed with two chains running
+at once.
 
 The transcendental functions are written as polynomials so that LLVM can
 vectorise the inner loop (NumPy's ``exp`` and ``log1p`` are scalar library calls
 in numba): ``exp(x)`` for ``x ≤ 0`` from a degree-14 Taylor polynomial of
-``exp(x / 64)`` squared six times (relative error below 1e-14), and
-``log1p(e)`` for ``0 ≤ e ≤ 1`` as ``2 atanh(e / (2 + e))`` from its series
-(18 terms: absolute error below 1e-17). ``|η|`` is capped at 40 inside the
-exponential, which changes ``softplus`` and the sigmoid by less than 5e-18.
+``exp(x / 64)`` squared six times (relative error below 1e-14 in float64), and
+``log1p(e)`` for ``0 ≤ e ≤ 1`` as ``2 atanh(e / (2 + e))`` from its series.
+``|η|`` is capped at 40 inside the exponential, which changes ``softplus`` and the
+sigmoid by less than 5e-18.
+
+The default kernel (:func:`loglik_and_grad`, the ``"fused"`` likelihood) computes each
+cell in float32, twice as many per vector instruction, and sums the rows in float64:
+about 2.3× faster than the same pass in float64 (:func:`loglik_and_grad64`, the
+``"fused64"`` likelihood), with the log density within about 1e-8 of it relative to its
+size. A sampler then targets that float32 log density exactly (NUTS's leapfrog steps
+stay reversible and volume-preserving with any gradient; the acceptance step reads the
+log density it is given), which differs from the float64 one by far less than the Monte
+Carlo error of any posterior summary.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numba
 import numpy as np
 import pytensor.tensor as pt
+from numba import types
+from numba.extending import overload
 from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
@@ -45,51 +57,66 @@ _JIT = {"fastmath": True, "error_model": "numpy", "cache": True}
 # error_model="numpy": without it every division checks for zero and the loop is not vectorised
 
 
-@numba.njit(inline="always", **_JIT)
-def _exp_nonpositive(x: float) -> float:
-    """``exp(x)`` for ``-40 ≤ x ≤ 0``."""
-    z = x * (1.0 / 64.0)
-    p = 1.0 / 87178291200.0
-    p = p * z + 1.0 / 6227020800.0
-    p = p * z + 1.0 / 479001600.0
-    p = p * z + 1.0 / 39916800.0
-    p = p * z + 1.0 / 3628800.0
-    p = p * z + 1.0 / 362880.0
-    p = p * z + 1.0 / 40320.0
-    p = p * z + 1.0 / 5040.0
-    p = p * z + 1.0 / 720.0
-    p = p * z + 1.0 / 120.0
-    p = p * z + 1.0 / 24.0
-    p = p * z + 1.0 / 6.0
-    p = p * z + 0.5
-    p = p * z + 1.0
-    p = p * z + 1.0
-    p = p * p
-    p = p * p
-    p = p * p
-    p = p * p
-    p = p * p
-    return p * p
+LOG1P_TERMS = {32: 9, 64: 18}
+"""Terms of the ``log1p`` series per float width (absolute error below 1e-9 and 1e-17)."""
 
 
-@numba.njit(inline="always", **_JIT)
-def _log1p_unit(e: float) -> float:
-    """``log(1 + e)`` for ``0 ≤ e ≤ 1``."""
-    s = e / (2.0 + e)
-    s2 = s * s
-    q = 1.0 / 37.0
-    for m in range(17, -1, -1):
-        q = q * s2 + 1.0 / (2 * m + 1)
-    return 2.0 * s * q
-
-
-@numba.njit(inline="always", **_JIT)
 def logistic_parts(x: float) -> tuple[float, float, float]:
-    """``softplus(x)``, ``σ(x)`` and ``σ(−x)``, from ``e^{−|x|}`` with ``|x|`` capped at :data:`ETA_CAP`."""
-    e = _exp_nonpositive(-min(max(x, -x), ETA_CAP))
-    p = 1.0 / (1.0 + e)
-    softplus = max(x, 0.0) + _log1p_unit(e)
-    return softplus, (p if x >= 0.0 else e * p), (e * p if x >= 0.0 else p)
+    """``softplus(x)``, ``σ(x)`` and ``σ(−x)`` in the precision of ``x`` (numba code only).
+
+    From ``e = exp(−|x|)`` with ``|x|`` capped at :data:`ETA_CAP`: ``exp`` for ``−40 ≤ t ≤ 0``
+    as a degree-14 Taylor polynomial of ``exp(t / 64)`` squared six times, ``log1p(e)`` for
+    ``0 ≤ e ≤ 1`` as ``2 atanh(e / (2 + e))`` from its series (:data:`LOG1P_TERMS`). Every
+    constant has the argument's type, so float32 arguments are computed in float32.
+    """
+    raise TypeError("logistic_parts is compiled by numba: call it from a numba function")
+
+
+@overload(logistic_parts, inline="always")
+def _logistic_parts_typed(x):
+    if not isinstance(x, types.Float):
+        return None
+    f = np.float32 if x.bitwidth == 32 else np.float64
+    terms = LOG1P_TERMS[x.bitwidth]
+    zero, one, two, cap, scale = f(0), f(1), f(2), f(ETA_CAP), f(1 / 64)
+    last = f(1 / (2 * terms + 1))
+    c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14 = (
+        f(1 / math.factorial(n)) for n in range(15)
+    )
+
+    def impl(x):
+        z = -min(max(x, -x), cap) * scale
+        p = c14
+        p = p * z + c13
+        p = p * z + c12
+        p = p * z + c11
+        p = p * z + c10
+        p = p * z + c9
+        p = p * z + c8
+        p = p * z + c7
+        p = p * z + c6
+        p = p * z + c5
+        p = p * z + c4
+        p = p * z + c3
+        p = p * z + c2
+        p = p * z + c1
+        p = p * z + c0
+        p = p * p
+        p = p * p
+        p = p * p
+        p = p * p
+        p = p * p
+        e = p * p
+        s = e / (two + e)
+        s2 = s * s
+        q = last
+        for m in range(terms - 1, -1, -1):
+            q = q * s2 + one / f(2 * m + 1)
+        sigmoid = one / (one + e)
+        softplus = max(x, zero) + two * s * q
+        return softplus, (sigmoid if x >= zero else e * sigmoid), (e * sigmoid if x >= zero else sigmoid)
+
+    return impl
 
 
 @numba.njit(inline="always", **_JIT)
@@ -111,11 +138,11 @@ def accumulate_row(
     grad_loading_rows: np.ndarray,
     grad_theta: np.ndarray,
 ) -> None:
-    """One LLM's cell derivatives ``residual`` (in ``η``) into the loading and ability gradients."""
+    """Add one LLM's cell derivatives ``residual`` (in ``η``) to the loading and ability gradients."""
     for d in range(theta.size):
         row = loading_rows[d]
         grad_row = grad_loading_rows[d]
-        acc = 0.0
+        acc = grad_theta[d]  # of the arrays' type: a float32 pass sums in float32
         for k in range(residual.size):
             r = residual[k]
             grad_row[k] += r * theta[d]
@@ -124,10 +151,46 @@ def accumulate_row(
 
 
 @numba.njit(**_JIT)
+def _bernoulli_logit_pass(
+    responses: np.ndarray, ability: np.ndarray, loading: np.ndarray, intercept: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """The pass of :func:`loglik_and_grad` in the parameters' precision (float32 or float64)."""
+    n_llm, n_item = responses.shape
+    n_dim = ability.shape[1]
+    dtype = ability.dtype
+    loading_rows = np.ascontiguousarray(loading.T)
+    grad_ability = np.zeros((n_llm, n_dim), dtype=dtype)
+    grad_loading_rows = np.zeros((n_dim, n_item), dtype=dtype)
+    grad_intercept = np.zeros(n_item, dtype=dtype)
+    eta = np.empty(n_item, dtype=dtype)
+    residual = np.empty(n_item, dtype=dtype)
+    unit = np.arange(2).astype(dtype)
+    zero, one = unit[0], unit[1]  # typed constants: a float literal would promote float32 cells
+    total = 0.0
+    for i in range(n_llm):
+        row_logits(eta, intercept, loading_rows, ability[i])
+        answers = responses[i]
+        row_total = zero
+        for k in range(n_item):
+            y = answers[k]
+            x = eta[k]
+            softplus, sigmoid, _ = logistic_parts(x)
+            observed = y >= 0
+            outcome = one if y == 1 else zero
+            row_total += (outcome * x - softplus) if observed else zero
+            r = (outcome - sigmoid) if observed else zero
+            residual[k] = r
+            grad_intercept[k] += r
+        total += row_total
+        accumulate_row(residual, ability[i], loading_rows, grad_loading_rows, grad_ability[i])
+    return total, grad_ability, np.ascontiguousarray(grad_loading_rows.T), grad_intercept
+
+
+@numba.njit(**_JIT)
 def loglik_and_grad(
     responses: np.ndarray, ability: np.ndarray, loading: np.ndarray, intercept: np.ndarray
 ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
-    """Log-likelihood of ``responses`` and its gradients with respect to the three parameters.
+    """Log-likelihood of ``responses`` and its gradients, each cell computed in float32.
 
     Parameters
     ----------
@@ -143,33 +206,30 @@ def loglik_and_grad(
     Returns
     -------
     tuple
-        The log-likelihood and its gradients, shaped like ``ability``,
-        ``loading`` and ``intercept``.
+        The log-likelihood and its gradients (float64), shaped like ``ability``, ``loading``
+        and ``intercept``. The parameters are rounded to float32, each LLM's row is summed in
+        float32 and the rows in float64: the log-likelihood is within about 1e-8 of
+        :func:`loglik_and_grad64`'s relative to its size, the gradients within about 1e-6 of
+        their largest entry.
 
     """
-    n_llm, n_item = responses.shape
-    n_dim = ability.shape[1]
-    loading_rows = np.ascontiguousarray(loading.T)
-    grad_ability = np.zeros((n_llm, n_dim))
-    grad_loading_rows = np.zeros((n_dim, n_item))
-    grad_intercept = np.zeros(n_item)
-    eta = np.empty(n_item)
-    residual = np.empty(n_item)
-    total = 0.0
-    for i in range(n_llm):
-        row_logits(eta, intercept, loading_rows, ability[i])
-        answers = responses[i]
-        for k in range(n_item):
-            y = answers[k]
-            x = eta[k]
-            softplus, sigmoid, _ = logistic_parts(x)
-            observed = y >= 0
-            total += (y * x - softplus) if observed else 0.0
-            r = (y - sigmoid) if observed else 0.0
-            residual[k] = r
-            grad_intercept[k] += r
-        accumulate_row(residual, ability[i], loading_rows, grad_loading_rows, grad_ability[i])
-    return total, grad_ability, np.ascontiguousarray(grad_loading_rows.T), grad_intercept
+    total, grad_ability, grad_loading, grad_intercept = _bernoulli_logit_pass(
+        responses, ability.astype(np.float32), loading.astype(np.float32), intercept.astype(np.float32)
+    )
+    return (
+        total,
+        grad_ability.astype(np.float64),
+        grad_loading.astype(np.float64),
+        grad_intercept.astype(np.float64),
+    )
+
+
+@numba.njit(**_JIT)
+def loglik_and_grad64(
+    responses: np.ndarray, ability: np.ndarray, loading: np.ndarray, intercept: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`loglik_and_grad` in float64 throughout (to about 1e-14 of the exact value)."""
+    return _bernoulli_logit_pass(responses, ability, loading, intercept)
 
 
 def encode_responses(values: np.ndarray, observed: np.ndarray) -> np.ndarray:
@@ -267,7 +327,14 @@ class FusedBernoulliLogit(FusedKernelOp):
         return KERNEL_VERSION
 
 
+class FusedBernoulliLogit64(FusedBernoulliLogit):
+    """:class:`FusedBernoulliLogit` in float64 throughout (:func:`loglik_and_grad64`)."""
+
+    kernel = loglik_and_grad64
+
+
 fused_bernoulli_logit = FusedBernoulliLogit()
+fused_bernoulli_logit64 = FusedBernoulliLogit64()
 
 
 KERNEL_VERSION = kernel_version(__file__)
@@ -275,7 +342,17 @@ KERNEL_VERSION = kernel_version(__file__)
 
 
 def fused_loglik(
-    responses: pt.TensorLike, ability: pt.TensorLike, loading: pt.TensorLike, intercept: pt.TensorLike
+    responses: pt.TensorLike,
+    ability: pt.TensorLike,
+    loading: pt.TensorLike,
+    intercept: pt.TensorLike,
+    *,
+    float64: bool = False,
 ) -> pt.TensorVariable:
-    """The log-likelihood as a scalar PyTensor expression with a one-pass gradient."""
-    return fused_bernoulli_logit(responses, ability, loading, intercept)[0]
+    """The log-likelihood as a scalar PyTensor expression with a one-pass gradient.
+
+    Cells in float32 (:func:`loglik_and_grad`), or in float64 with ``float64=True``
+    (:func:`loglik_and_grad64`).
+    """
+    op = fused_bernoulli_logit64 if float64 else fused_bernoulli_logit
+    return op(responses, ability, loading, intercept)[0]

@@ -137,7 +137,7 @@ def cross_validate(
     nuts: NutsSettings | Mapping[str, Any] | None = None,
     advi: AdviSettings | Mapping[str, Any] | None = None,
     spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
-    likelihood: Literal["auto", "fused", "dense", "cells"] = "auto",
+    likelihood: Literal["auto", "fused", "fused64", "dense", "cells"] = "auto",
     seed: int = 42,
     category: str | None = None,
     reveal_share: float = 0.5,
