@@ -19,7 +19,8 @@ def test_harness_smoke_run_writes_its_table(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     table = pd.read_csv(tmp_path / "harness.csv")
-    configs = {"reference_pymc", "package_nuts", "package_nuts_advi_init", "package_nuts_depth5_thin2"}
+    configs = {"reference_pymc", "package_nuts", "package_nuts_float64", "package_nuts_advi_init"}
+    configs |= {"package_nuts_depth5_thin2"}
     configs |= {"package_nuts_low_rank", "package_mclmc", "package_advi", "planted_2pl", "planted_4pl"}
     assert set(table["config"]) == configs | {"minibatch_advi", "logp_grad", "pyirt"}
     assert table.set_index("config").loc["pyirt", "note"].startswith("not run")  # no py-irt env in CI
@@ -35,6 +36,8 @@ def test_harness_smoke_run_writes_its_table(tmp_path):
         k for k, _ in settings["automatic"]
     }
     assert nuts["default_vs_best_wall"] >= 1
+    float64 = table.set_index("config").loc["package_nuts_float64"]
+    assert json.loads(float64["settings"])["likelihood"] == "fused64" and nuts["ess_per_s_vs_float64"] > 0
     planted = table.set_index("config").loc["planted_4pl"]
     assert planted["cost_vs_2pl"] > 0 and json.loads(planted["settings"])["likelihood"] == "fused"
     assert 0.5 < table.set_index("config").loc["minibatch_advi", "held_out_accuracy"] <= 1

@@ -37,7 +37,7 @@ def test_bounds_are_inclusive():
 
 
 def test_settings_use_the_rule():
-    with pytest.raises(ValueError, match="tune must be a non-negative integer, got 1.5"):
+    with pytest.raises(ValueError, match=r"tune must be a non-negative integer, got 1\.5"):
         NutsSettings(tune=1.5)
     with pytest.raises(ValueError, match="chains must be a positive integer, got True"):
         NutsSettings(chains=True)
