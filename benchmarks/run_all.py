@@ -83,6 +83,13 @@ BENCHMARKS = (
         ("--seeds", "2"),
     ),
     Benchmark(
+        "kernel_precision",
+        "The fused kernel in float32 against float64: the same posterior, and how much faster",
+        "kernel_precision.py",
+        ("--sizes", "S"),
+        ("--sizes", "S", "M"),
+    ),
+    Benchmark(
         "typed_logp_grad",
         "One log density + gradient per response type against hand-written NumPy",
         "typed_logp_grad.py",

@@ -157,3 +157,31 @@ def test_small_population_tables_pair_each_route_with_the_blend(monkeypatch):
     assert table.loc[DEFAULT, "paired_se"] == pytest.approx(pd.Series([-1.0, -2, -3, -4]).std() / 2)
     row = headline(table.reset_index()).iloc[0]
     assert row["default MAE"] == pytest.approx(2.5) and row["default − blend (paired SE)"] == "-2.50 (0.65)"
+
+
+def test_kernel_precision_agreement_tells_a_shifted_posterior_from_a_resampled_one():
+    import importlib.util
+
+    import numpy as np
+    import xarray as xr
+
+    spec = importlib.util.spec_from_file_location(
+        "kernel_precision", ROOT / "benchmarks" / "kernel_precision.py"
+    )
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    rng = np.random.default_rng(0)
+
+    def posterior(shift: float) -> xr.Dataset:
+        draws = {"ability": (("chain", "draw", "llm"), rng.normal(shift, 1, (2, 500, 300)))}
+        draws["intercept"] = (("chain", "draw", "item"), rng.normal(0, 1, (2, 500, 200)))
+        return xr.Dataset(draws)
+
+    same = module.agreement(posterior(0.0), posterior(0.0))
+    assert same["quantities"] == 500 and same["share_over_3"] < 0.02 and same["share_over_2"] < 0.1
+    shifted = module.agreement(posterior(0.0), posterior(0.5))
+    assert shifted["share_over_3"] > 0.5
