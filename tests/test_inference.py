@@ -193,7 +193,7 @@ def test_defaults_are_chosen_from_the_data_size_and_recorded(tiny_sim):
 
     small = resolve_settings(tiny_sim.responses, 2, method="nuts")
     assert (small.nuts.draws, small.nuts.init, small.nuts.max_treedepth, small.nuts.thin) == (
-        2000,
+        3000,
         "prior",
         10,
         1,

@@ -59,7 +59,7 @@ def test_nuts_recovers_the_truth_with_calibrated_intervals(nuts, sim):
 
 def test_the_default_call_passes_every_convergence_check(nuts):
     settings = nuts.attrs["benchmirt_settings"]
-    assert '"chains": 4' in settings and '"draws": 2000' in settings and '"tune": 1000' in settings
+    assert '"chains": 4' in settings and '"draws": 3000' in settings and '"tune": 1000' in settings
     assert "nuts.draws" in settings  # chosen from the data's size, and said so
     report = check_convergence(nuts)  # every default threshold: R-hat, ESS 400, sampler checks
     assert report.ok, str(report)

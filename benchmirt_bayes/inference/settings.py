@@ -78,9 +78,9 @@ class NutsSettings:
     ``draws``, ``init``, ``max_treedepth`` and ``thin`` default to ``"auto"``: resolved from
     the data by :func:`automatic_nuts` when the fit starts (1,000 kept draws, ADVI start,
     depth 5 and every second draw kept from :data:`LARGE_NUTS_CELLS` observed cells on; else
-    2,000 draws, the sampler's start, depth 10, every draw: with 1,000, two of three default
-    fits at the quickstart's size ended just short of ``check_convergence``'s R-hat 1.01 and
-    bulk ESS 400). The fit stores the resolved values and why they were chosen.
+    3,000 draws, the sampler's start, depth 10, every draw: with 2,000, one of six default
+    fits at the quickstart's size ended just short of ``check_convergence``'s R-hat 1.01, and
+    with 1,000 two of three). The fit stores the resolved values and why they were chosen.
 
     """
 
@@ -151,7 +151,7 @@ def automatic_nuts(settings: NutsSettings, n_observed: int) -> tuple[NutsSetting
         else f"{n_observed:,} observed cells < {LARGE_NUTS_CELLS:,}"
     )
     chosen = {
-        "draws": 1000 if large else 2000,
+        "draws": 1000 if large else 3000,
         "init": "advi" if large else "prior",
         "max_treedepth": 5 if large else 10,
         "thin": 2 if large else 1,
