@@ -51,8 +51,7 @@ def plan_for(n_llms: int) -> AuditPlan:
 
 
 def fit(responses, method: str):
-    """``fit_posterior``'s defaults for ``method`` (ADVI keeps 300 draws: the rates need no more)."""
-    settings = {"advi": {"draws": 300}} if method == "advi" else {}
+    settings = {"advi": {"draws": 300}} if method == "advi" else {"nuts": {"draws": 500, "tune": 500}}
     return fit_posterior(responses, 2, method=method, seed=1, progressbar=False, **settings)
 
 

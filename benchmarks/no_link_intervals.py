@@ -16,7 +16,8 @@ of each benchmark; the truth is the score it got there. Three estimates, each wi
 Printed per (training LLMs, items per benchmark): coverage of the 90 % intervals, mean width
 and mean absolute error in points, with date, machine and commit.
 
-    python benchmarks/no_link_intervals.py                # about 10 minutes on 2 cores
+    python benchmarks/no_link_intervals.py --method advi  # about 10 minutes on 2 cores
+    python benchmarks/no_link_intervals.py                # NUTS fits: longer (not yet timed)
     python benchmarks/no_link_intervals.py --folds 1      # a quick look
 """
 
