@@ -33,7 +33,7 @@ def test_auto_likelihood_form_follows_the_observed_share(tiny_sim):
         build_model(tiny_sim.responses, 2, likelihood="long")
 
 
-@pytest.mark.parametrize("likelihood", ["dense", "fused", "cells"])
+@pytest.mark.parametrize("likelihood", ["dense", "fused", "fused64", "cells"])
 def test_likelihood_matches_a_hand_written_one(tiny_sim, likelihood):
     responses = tiny_sim.responses
     values = responses.values.copy()
@@ -53,7 +53,8 @@ def test_likelihood_matches_a_hand_written_one(tiny_sim, likelihood):
     y = responses.values
     mask = responses.observed
     expected = np.sum((y * logits - np.logaddexp(0, logits))[mask])
-    assert logp == pytest.approx(expected, rel=1e-9)
+    # "fused" computes each cell in float32 (its documented bound: 1e-7 of the total)
+    assert logp == pytest.approx(expected, rel=1e-7 if likelihood == "fused" else 1e-9)
 
 
 def test_abilities_sum_to_zero_over_llms(tiny_sim):
