@@ -1,6 +1,7 @@
 """The fused kernel in float32 against float64: the same posterior, and how much faster?
 
-On the speed harness's sets (S: 100 LLMs × 1,003 items; M: 100 × 5,001), ``fit_posterior``
+On the speed harness's sets (S: 100 LLMs × 1,003 items; M: 100 × 5,001; ``--llms`` for
+fewer LLMs on the same items), ``fit_posterior``
 with ``likelihood="fused"`` (the default: every cell in float32, the rows summed in float64)
 and ``likelihood="fused64"`` (the same pass in float64), each with seeds 1 and 2, at the
 harness's budget (2 chains × (500 + 500) unless told otherwise). Printed, with date, machine
@@ -15,6 +16,7 @@ and commit:
 
     python benchmarks/kernel_precision.py                 # S: about 3 minutes on 2 cores
     python benchmarks/kernel_precision.py --sizes S M     # M adds about 6 minutes
+    python benchmarks/kernel_precision.py --llms 20 50    # the first 20 and 50 of S's LLMs
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from benchmirt_bayes import fit_posterior, simulate_benchmirt
 
 SETS = {"S": 1000, "M": 5000}
 """Items of the speed harness's sets (100 LLMs, seed 1)."""
+N_LLMS = 100
 QUANTITIES = ("ability", "intercept")
 
 
@@ -77,12 +80,18 @@ def main() -> None:
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--tune", type=int, default=500)
+    parser.add_argument(
+        "--llms", type=int, nargs="+", default=[N_LLMS], help="keep the first N LLMs of each set"
+    )
     args = parser.parse_args()
     nuts = {"chains": args.chains, "draws": args.draws, "tune": args.tune}
     log = elapsed_logger()
     fits, pairs = [], []
-    for size in args.sizes:
-        responses = simulate_benchmirt(scale=SETS[size] / 34312, n_llms=100, seed=1).responses
+    runs = [(size, n_llms) for size in args.sizes for n_llms in args.llms]
+    for name, n_llms in runs:
+        full = simulate_benchmirt(scale=SETS[name] / 34312, n_llms=N_LLMS, seed=1).responses
+        responses = full.subset(llms=list(full.llms[:n_llms]))
+        size = name if n_llms == N_LLMS else f"{name}, {n_llms} LLMs"
         posteriors = {}
         for likelihood in ("fused", "fused64"):
             for seed in (1, 2):
@@ -102,7 +111,7 @@ def main() -> None:
     print(f"\n{args.chains} chains × ({args.tune} + {args.draws}) draws per fit\n")
     print(markdown_table(fits) + "\n")
     print(markdown_table(pd.DataFrame(pairs)) + "\n")
-    for size in args.sizes:
+    for size in fits["size"].unique():
         ess = speed.loc[size, "min_ess_per_s"]
         steps = speed.loc[size, "steps_per_s"]
         ess_ratio, steps_ratio = ess["fused"] / ess["fused64"], steps["fused"] / steps["fused64"]
