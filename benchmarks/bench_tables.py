@@ -59,3 +59,27 @@ def write_results(path: str, lines: list[str], *, quiet: bool = False) -> None:
     out.write_text("\n".join(lines) + "\n")
     if not quiet:
         print("\n".join(lines))
+
+
+def posterior_agreement(first, second, names: tuple[str, ...] = ("ability", "intercept")) -> dict:
+    """Posterior means of two fits' ``names`` compared in units of their combined Monte Carlo SE.
+
+    ``first`` and ``second`` are posterior datasets (``chain``, ``draw`` first). Returns the
+    number of quantities, the largest ``|z|`` and the shares beyond 2 and 3; draws of one
+    posterior give about a standard normal ``z`` (0.27 % beyond 3).
+    """
+    import arviz as az
+    import numpy as np
+
+    z = []
+    for name in names:
+        means = [post[name].mean(("chain", "draw")) for post in (first, second)]
+        mcse = [az.mcse(post[name], method="mean") for post in (first, second)]
+        z.append(np.ravel(((means[0] - means[1]) / np.sqrt(mcse[0] ** 2 + mcse[1] ** 2)).values))
+    z = np.abs(np.concatenate(z))
+    return {
+        "quantities": z.size,
+        "max_abs_z": round(float(z.max()), 2),
+        "share_over_2": round(float(np.mean(z > 2)), 4),
+        "share_over_3": round(float(np.mean(z > 3)), 4),
+    }

@@ -25,9 +25,8 @@ import argparse
 import time
 
 import arviz as az
-import numpy as np
 import pandas as pd
-from bench_tables import elapsed_logger, markdown_table, run_header
+from bench_tables import elapsed_logger, markdown_table, posterior_agreement, run_header
 
 from benchmirt_bayes import fit_posterior, simulate_benchmirt
 
@@ -54,22 +53,6 @@ def fit_row(responses, likelihood: str, seed: int, nuts: dict) -> tuple[dict, ob
         "max_rhat": round(max(float(az.rhat(post[name]).max()) for name in QUANTITIES), 4),
     }
     return row, post
-
-
-def agreement(first, second) -> dict:
-    """Posterior means of two fits in units of their combined Monte Carlo SE."""
-    z = []
-    for name in QUANTITIES:
-        means = [post[name].mean(("chain", "draw")) for post in (first, second)]
-        mcse = [az.mcse(post[name], method="mean") for post in (first, second)]
-        z.append(np.ravel(((means[0] - means[1]) / np.sqrt(mcse[0] ** 2 + mcse[1] ** 2)).values))
-    z = np.abs(np.concatenate(z))
-    return {
-        "quantities": z.size,
-        "max_abs_z": round(float(z.max()), 2),
-        "share_over_2": round(float(np.mean(z > 2)), 4),
-        "share_over_3": round(float(np.mean(z > 3)), 4),
-    }
 
 
 def main() -> None:
@@ -104,7 +87,9 @@ def main() -> None:
             (("fused", 1), ("fused64", 1)): "float32 vs float64 (seed 1)",
             (("fused", 2), ("fused64", 2)): "float32 vs float64 (seed 2)",
         }.items():
-            pairs.append({"size": size, "pair": label, **agreement(posteriors[a], posteriors[b])})
+            pairs.append(
+                {"size": size, "pair": label, **posterior_agreement(posteriors[a], posteriors[b], QUANTITIES)}
+            )
     fits = pd.DataFrame(fits)
     speed = fits.groupby(["size", "likelihood"])[["min_ess_per_s", "steps_per_s"]].mean().unstack()
     print(run_header("The fused kernel in float32 against float64"))
