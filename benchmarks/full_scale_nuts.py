@@ -4,7 +4,7 @@
 1,000 kept draws). On 3 million cells the defaults take the large-data path (an ADVI start,
 trees capped at depth 5 and every second of 2,000 draws kept: the gradients of depth 6
 without thinning, with squared draws far less correlated; ARCHITECTURE.md, "Sampling
-efficiency") and the fused likelihood; about 46 minutes on 2 CPU cores. ``--init``,
+efficiency") and the fused likelihood; about 25 minutes of fitting on 2 CPU cores (RESULTS.md). ``--init``,
 ``--max-treedepth`` and ``--thin`` override the automatic choice. On a GPU use
 ``benchmarks/gpu_nuts.py``. Usage:
 
