@@ -84,7 +84,8 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--methods", nargs="+", choices=["nuts", "advi"], default=["nuts", "advi"])
     parser.add_argument("--replications", type=int, default=100)
-    parser.add_argument("--nuts-tune", type=int, default=1000, help="NUTS tuning steps per chain (2 chains)")
+    parser.add_argument("--nuts-chains", type=int, default=2, help="NUTS chains per fit")
+    parser.add_argument("--nuts-tune", type=int, default=1000, help="NUTS tuning steps per chain")
     parser.add_argument("--nuts-draws", type=int, default=1000, help="NUTS draws per chain")
     parser.add_argument("--seed", type=int, default=20261204)
     parser.add_argument("--out", default="benchmark_results/sbc")
@@ -102,12 +103,17 @@ def main() -> None:
                 method=method,
                 n_replications=args.replications,
                 seed=args.seed,
-                nuts={"tune": args.nuts_tune, "draws": args.nuts_draws} if method == "nuts" else None,
+                nuts=(
+                    {"chains": args.nuts_chains, "tune": args.nuts_tune, "draws": args.nuts_draws}
+                    if method == "nuts"
+                    else None
+                ),
                 progressbar=False,
             )
             row, table = summarise(tree, name, method, time.perf_counter() - start)
             rows.append(row)
             table.to_csv(out / f"sbc_{name}_{method}.csv", index=False)
+            tree.to_netcdf(out / f"sbc_{name}_{method}.nc")  # every rank and per-fit record
             plot_sbc(tree).savefig(figures / f"sbc_{name}_{method}.png", dpi=80)
             print(pd.DataFrame([row]).to_string(index=False), flush=True)
     summary = pd.DataFrame(rows)
@@ -115,7 +121,7 @@ def main() -> None:
     advi = summary[summary["method"] == "advi"].dropna(axis=1, how="all").convert_dtypes()
     lines = [
         f"{args.replications} replications per run; seed {args.seed}; {os.cpu_count()} cores; "
-        f"NUTS: 2 chains × ({args.nuts_tune} + {args.nuts_draws}). "
+        f"NUTS: {args.nuts_chains} chains × ({args.nuts_tune} + {args.nuts_draws}). "
         "Each run monitors the linear predictor η of 3 cells, mdisc and difficulty of 3 items, "
         "3 LLM-pair ability distances, every benchmark's intercept mean and spreads and (2+ "
         "dimensions) the cosine of two benchmarks' mean loadings. "
