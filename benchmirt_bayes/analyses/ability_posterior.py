@@ -6,21 +6,27 @@ The one scorer of every analysis that places an LLM the fit did not see
 LLMs in cross-validation and subset evaluation): each LLM's posterior given its answers on
 any subset of the fitted items, averaged over posterior draws of the items. Two methods
 stand behind :func:`ability_posterior`: a grid over the ability space (one or two
-dimensions) and Laplace-SIR samples (any number of dimensions).
+dimensions) and Laplace-SIR samples (any number of dimensions). :func:`predicted_mean_score`
+turns the posteriors into scores on sets of items, and :func:`benchmark_deviation_variance`
+measures, out of sample, the benchmark-specific deviations a model with fewer dimensions
+than benchmarks leaves out (on the Open LLM Leaderboard's five benchmarks under two
+dimensions they are larger than the response noise), which the predictive then carries.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 
 from benchmirt_bayes.analyses.laplace_sir import laplace_sir
 from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.response_types.base import linear_predictor
 from benchmirt_bayes.response_types.binary import BINARY
-from benchmirt_bayes.summaries import summarise_normal_mixture
+from benchmirt_bayes.summaries import CI_PROB, summarise_normal_mixture
 
 GRID_POINTS = {1: 81, 2: 31}
 """Grid points per dimension of :func:`grid_ability_posterior`."""
@@ -251,6 +257,7 @@ def predicted_mean_score(
     ci_prob: float,
     *,
     predictive: bool = True,
+    deviation_variance: float = 0.0,
     chunk: int = 64,
 ) -> dict[str, np.ndarray]:
     """Each unit's mean score on ``columns`` (on ``[0, 1]``) had it answered them all, summarised.
@@ -261,6 +268,10 @@ def predicted_mean_score(
     mixture of normals, moment-matched per ability point). Without it, the posterior of the
     model's *expected* mean score on all of ``columns``, answered or not: the interval of a
     parameter, not of the score the unit would get.
+
+    ``deviation_variance`` (predictive only) is the variance of a unit's own deviation from
+    the model's mean score on these items (:func:`benchmark_deviation_variance`); it applies
+    to the unanswered share of the items, so ``(share unanswered)² ×`` it is added.
 
     Returns
     -------
@@ -295,4 +306,86 @@ def predicted_mean_score(
             means[rows] = (known[rows, None] + np.einsum("usi,ui->us", expected, open_[rows])) / n
             if predictive:
                 variances[rows] = np.einsum("usi,ui->us", variance, open_[rows]) / n**2
+    if predictive and deviation_variance:
+        variances = variances + deviation_variance * (open_.sum(axis=1, keepdims=True) / n) ** 2
     return summarise_normal_mixture(means, variances, posterior.weights, ci_prob)
+
+
+ANSWERED_SHARE = 0.9
+"""Share of a benchmark's items an LLM must have answered to measure its deviation there."""
+DEVIATION_LLMS = 200
+DEVIATION_ITEMS = 400
+"""At most this many fitted LLMs (and items of the other benchmarks, for their abilities) per
+benchmark in :func:`benchmark_deviation_variance`, seeded: the predictive variance it
+subtracts includes the ability uncertainty these items leave, so fewer cost noise, not bias."""
+
+
+def benchmark_deviation_variance(draws: PosteriorDraws, *, seed: int = 0) -> pd.Series:
+    """Per benchmark, the variance of the fitted LLMs' mean scores around what the other benchmarks predict.
+
+    A model with fewer dimensions than benchmarks leaves each LLM a benchmark-specific
+    deviation: its mean score on a benchmark differs from the model's prediction by more
+    than the model's own uncertainty. For every fitted LLM that answered at least
+    :data:`ANSWERED_SHARE` of a benchmark's items, its ability posterior is found from its
+    answers on the *other* benchmarks (at most :data:`DEVIATION_LLMS` LLMs and
+    :data:`DEVIATION_ITEMS` of those items, seeded), and its mean score on this one compared with the
+    posterior predictive of it (:func:`predicted_mean_score`, every item of the benchmark
+    unanswered): the squared difference less the predictive variance, averaged over LLMs and
+    floored at zero. Out of sample, so the fit's own pull towards each LLM's answers does
+    not hide the deviation; with a single benchmark there is nothing to deviate from and the
+    variance is about zero.
+
+    Parameters
+    ----------
+    draws
+        Thinned draws of a fit with its data (``PosteriorDraws.from_posterior(fit, n)`` on a
+        fit with ``observed_data``).
+    seed
+        Seed of the subsamples and of the ability samples (three or more dimensions).
+
+    Returns
+    -------
+    pandas.Series
+        Variance on the ``[0, 1]`` score scale, indexed by benchmark.
+
+    """
+    if draws.responses is None:
+        raise ValueError("the deviation needs the answers the fit was made on (a fit with observed_data)")
+    values = draws.responses.values
+    benchmarks = draws.responses.benchmarks.astype(str)
+    scaled = values / draws.layout.score_scale
+    rng = np.random.default_rng(seed)
+    variances = {}
+    for name in pd.unique(benchmarks):
+        columns = np.flatnonzero(benchmarks == name)
+        share = (~np.isnan(values[:, columns])).mean(axis=1)
+        rows = np.flatnonzero(share >= ANSWERED_SHARE)
+        if rows.size == 0:
+            rows = np.flatnonzero(share > 0)
+        if rows.size > DEVIATION_LLMS:
+            rows = np.sort(rng.choice(rows, DEVIATION_LLMS, replace=False))
+        other_columns = np.flatnonzero(benchmarks != name)
+        if other_columns.size > DEVIATION_ITEMS:
+            other_columns = rng.choice(other_columns, DEVIATION_ITEMS, replace=False)
+        others = np.full((rows.size, values.shape[1]), np.nan)
+        others[:, other_columns] = values[np.ix_(rows, other_columns)]
+        predicted = predicted_mean_score(
+            ability_posterior(draws, others, seed=seed, expected=False), draws, columns, others, CI_PROB
+        )
+        observed = np.nanmean(scaled[rows][:, columns], axis=1)
+        excess = (observed - predicted["mean"]) ** 2 - predicted["sd"] ** 2
+        variances[name] = max(float(excess.mean()), 0.0)
+    return pd.Series(variances, name="deviation_variance").rename_axis("benchmark")
+
+
+def fitted_deviation_variance(draws: PosteriorDraws, *, seed: int = 0) -> dict[str, float]:
+    """:func:`benchmark_deviation_variance` as a dict, or empty with a warning for a bare posterior."""
+    if draws.responses is None:
+        warnings.warn(
+            "the fit holds no observed_data, so the LLMs' benchmark-specific deviations cannot be "
+            "estimated: predictive score intervals hold only the model's own uncertainty and are "
+            "too narrow where the model misses such deviations",
+            stacklevel=3,
+        )
+        return {}
+    return benchmark_deviation_variance(draws, seed=seed).to_dict()

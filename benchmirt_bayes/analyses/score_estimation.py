@@ -155,9 +155,11 @@ def estimate_scores(
         The link to full scores (:func:`fit_score_link`). Without one (and none stored),
         the estimate is the score the LLM would get on all fitted items of each benchmark,
         on ``[0, 1]``, with a posterior predictive interval of mass ``ci_prob``: answered
-        items count as answered, unanswered ones carry their response noise as well as the
-        uncertainty of the ability and the items; a benchmark the link has no link for gets
-        the same, scaled to the link's ``score_max``.
+        items count as answered, unanswered ones carry their response noise, the
+        uncertainty of the ability and the items, and the benchmark-specific deviation the
+        fitted LLMs show from the model
+        (:func:`~benchmirt_bayes.analyses.ability_posterior.benchmark_deviation_variance`);
+        a benchmark the link has no link for gets the same, scaled to the link's ``score_max``.
     estimator
         One of :data:`~benchmirt_bayes.analyses.score_link.ESTIMATORS` (``"package"``: the
         default regression on all features), or several (one row per estimator each).

@@ -20,6 +20,7 @@ from benchmirt_bayes.analyses.abilities import ability_frame
 from benchmirt_bayes.analyses.ability_posterior import (
     AbilityPosterior,
     ability_posterior,
+    fitted_deviation_variance,
     predicted_mean_score,
 )
 from benchmirt_bayes.checks import check_integer
@@ -92,14 +93,16 @@ def score_llm(
         ``ability (sample, dimension)`` and, per benchmark, the score the LLM would get
         on *all* its fitted items, on ``[0, 1]`` (share correct for binary items): a
         posterior predictive mean, SD and interval in which the answered items count as
-        answered and each unanswered one adds its response noise as well as the
-        parameters' uncertainty (no answer left out: the observed mean, with no
-        uncertainty). Next to it the observed mean on the answered items.
+        answered and each unanswered one adds its response noise, the parameters'
+        uncertainty and the benchmark-specific deviation the fitted LLMs show from the
+        model (no answer left out: the observed mean, with no uncertainty). Next to it the
+        observed mean on the answered items.
 
     """
     check_ci_prob(ci_prob)
     answers = pd.Series(responses_of_new_llm, dtype=float)
     draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed)
+    deviation = fitted_deviation_variance(draws, seed=seed)
     columns = draws.columns(answers.index.astype(str).to_numpy())
     draws.check_responses(columns, answers.to_numpy())
     outcomes = np.full((1, len(draws.items)), np.nan)
@@ -109,7 +112,9 @@ def score_llm(
     rows = []
     for name in pd.unique(benchmarks):
         columns = np.flatnonzero(benchmarks == name)
-        score = predicted_mean_score(found, draws, columns, outcomes, ci_prob)
+        score = predicted_mean_score(
+            found, draws, columns, outcomes, ci_prob, deviation_variance=deviation.get(name, 0.0)
+        )
         answered = outcomes[0, columns] / draws.layout.score_scale[columns]
         n_answered = int((~np.isnan(answered)).sum())
         rows.append(
