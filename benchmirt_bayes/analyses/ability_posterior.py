@@ -21,6 +21,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from benchmirt_bayes.analyses.laplace_sir import laplace_sir
 from benchmirt_bayes.draws import PosteriorDraws
@@ -313,11 +314,13 @@ def predicted_mean_score(
 
 ANSWERED_SHARE = 0.9
 """Share of a benchmark's items an LLM must have answered to measure its deviation there."""
-DEVIATION_LLMS = 200
-DEVIATION_ITEMS = 400
+DEVIATION_LLMS = 100
+DEVIATION_ITEMS = 200
 """At most this many fitted LLMs (and items of the other benchmarks, for their abilities) per
 benchmark in :func:`benchmark_deviation_variance`, seeded: the predictive variance it
 subtracts includes the ability uncertainty these items leave, so fewer cost noise, not bias."""
+DEVIATION_DRAWS = 20
+"""Posterior draws :func:`fitted_deviation_variance` measures the deviations with."""
 
 
 def benchmark_deviation_variance(draws: PosteriorDraws, *, seed: int = 0) -> pd.Series:
@@ -327,13 +330,14 @@ def benchmark_deviation_variance(draws: PosteriorDraws, *, seed: int = 0) -> pd.
     deviation: its mean score on a benchmark differs from the model's prediction by more
     than the model's own uncertainty. For every fitted LLM that answered at least
     :data:`ANSWERED_SHARE` of a benchmark's items, its ability posterior is found from its
-    answers on the *other* benchmarks (at most :data:`DEVIATION_LLMS` LLMs and
-    :data:`DEVIATION_ITEMS` of those items, seeded), and its mean score on this one compared with the
+    answers on the *other* benchmarks, and its mean score on this one compared with the
     posterior predictive of it (:func:`predicted_mean_score`, every item of the benchmark
     unanswered): the squared difference less the predictive variance, averaged over LLMs and
     floored at zero. Out of sample, so the fit's own pull towards each LLM's answers does
     not hide the deviation; with a single benchmark there is nothing to deviate from and the
-    variance is about zero.
+    variance is about zero. At most :data:`DEVIATION_LLMS` LLMs and :data:`DEVIATION_ITEMS`
+    items of this benchmark and of the others enter (seeded samples), so the cost does not
+    grow with the data.
 
     Parameters
     ----------
@@ -367,19 +371,27 @@ def benchmark_deviation_variance(draws: PosteriorDraws, *, seed: int = 0) -> pd.
         other_columns = np.flatnonzero(benchmarks != name)
         if other_columns.size > DEVIATION_ITEMS:
             other_columns = rng.choice(other_columns, DEVIATION_ITEMS, replace=False)
-        others = np.full((rows.size, values.shape[1]), np.nan)
-        others[:, other_columns] = values[np.ix_(rows, other_columns)]
-        predicted = predicted_mean_score(
-            ability_posterior(draws, others, seed=seed, expected=False), draws, columns, others, CI_PROB
+        if columns.size > DEVIATION_ITEMS:  # the deviation moves every item's score alike
+            columns = np.sort(rng.choice(columns, DEVIATION_ITEMS, replace=False))
+        others = ability_posterior(
+            draws.take_items(other_columns), values[np.ix_(rows, other_columns)], seed=seed, expected=False
         )
-        observed = np.nanmean(scaled[rows][:, columns], axis=1)
-        excess = (observed - predicted["mean"]) ** 2 - predicted["sd"] ** 2
-        variances[name] = max(float(excess.mean()), 0.0)
+        unanswered = np.full((rows.size, columns.size), np.nan)
+        own = np.arange(columns.size)
+        predicted = predicted_mean_score(others, draws.take_items(columns), own, unanswered, CI_PROB)
+        seen = ~np.isnan(scaled[rows][:, columns])
+        observed = np.nansum(scaled[rows][:, columns], axis=1) / np.maximum(seen.sum(axis=1), 1)
+        excess = ((observed - predicted["mean"]) ** 2 - predicted["sd"] ** 2)[seen.any(axis=1)]
+        variances[name] = max(float(excess.mean()), 0.0) if excess.size else 0.0
     return pd.Series(variances, name="deviation_variance").rename_axis("benchmark")
 
 
-def fitted_deviation_variance(draws: PosteriorDraws, *, seed: int = 0) -> dict[str, float]:
-    """:func:`benchmark_deviation_variance` as a dict, or empty with a warning for a bare posterior."""
+def fitted_deviation_variance(posterior: xr.DataTree, *, seed: int = 0) -> dict[str, float]:
+    """:func:`benchmark_deviation_variance` of a fit on :data:`DEVIATION_DRAWS` draws, as a dict.
+
+    Empty, with a warning, for a bare posterior (no ``observed_data``).
+    """
+    draws = PosteriorDraws.from_posterior(posterior, DEVIATION_DRAWS, seed=seed)
     if draws.responses is None:
         warnings.warn(
             "the fit holds no observed_data, so the LLMs' benchmark-specific deviations cannot be "

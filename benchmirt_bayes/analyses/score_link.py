@@ -745,7 +745,7 @@ def score_table(
         features = LinkFeatures.from_posterior(abilities, cols, outcomes, scale, kept)
         n_answered = (~np.isnan(outcomes[:, cols])).sum(axis=1)
         if bench_link is None:
-            deviation = fitted_deviation_variance(item_draws, seed=seed) if deviation is None else deviation
+            deviation = fitted_deviation_variance(posterior, seed=seed) if deviation is None else deviation
             irt = predicted_mean_score(
                 abilities, item_draws, cols, outcomes, ci_prob, deviation_variance=deviation.get(name, 0.0)
             )

@@ -27,8 +27,11 @@ from benchmirt_bayes.checks import check_integer
 from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.summaries import CI_PROB, check_ci_prob
 
-
 # ---------------------------------------------------------------- score_llm
+SCORE_SAMPLES_PER_DRAW = 4
+"""Ability samples per item draw of :func:`score_llm` (and of every LLM of :func:`score_table`)."""
+
+
 @dataclass
 class LLMScore:
     """The posterior of a new LLM's abilities and predicted benchmark scores."""
@@ -37,7 +40,7 @@ class LLMScore:
     benchmark_scores: pd.DataFrame  # benchmark × mean, sd, lower, upper, observed, n_answered
     items_answered: int
     n_draws: int = 200
-    samples_per_draw: int = 4
+    samples_per_draw: int = SCORE_SAMPLES_PER_DRAW
     seed: int = 0
     llm: str = "scored LLM"
     """How the samples pair with posterior draws: sample ``k`` belongs to the ``k //
@@ -59,7 +62,7 @@ def score_llm(
     responses_of_new_llm: Mapping[str, float] | pd.Series,
     *,
     n_draws: int = 200,
-    samples_per_draw: int = 4,
+    samples_per_draw: int = SCORE_SAMPLES_PER_DRAW,
     ci_prob: float = CI_PROB,
     seed: int = 0,
     llm: str = "scored LLM",
@@ -100,9 +103,23 @@ def score_llm(
 
     """
     check_ci_prob(ci_prob)
-    answers = pd.Series(responses_of_new_llm, dtype=float)
     draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed)
-    deviation = fitted_deviation_variance(draws, seed=seed)
+    deviation = fitted_deviation_variance(posterior, seed=seed)
+    return _score_with(draws, deviation, responses_of_new_llm, n_draws, samples_per_draw, ci_prob, seed, llm)
+
+
+def _score_with(
+    draws: PosteriorDraws,
+    deviation: Mapping[str, float],
+    responses_of_new_llm: Mapping[str, float] | pd.Series,
+    n_draws: int,
+    samples_per_draw: int,
+    ci_prob: float,
+    seed: int,
+    llm: str,
+) -> LLMScore:
+    """:func:`score_llm` on thinned draws and benchmark deviations made once for many LLMs."""
+    answers = pd.Series(responses_of_new_llm, dtype=float)
     columns = draws.columns(answers.index.astype(str).to_numpy())
     draws.check_responses(columns, answers.to_numpy())
     outcomes = np.full((1, len(draws.items)), np.nan)
@@ -181,11 +198,14 @@ def score_table(
     dimension or benchmark), ``mean``, ``sd``, ``lower``, ``upper``, ``observed`` and
     ``n_answered``.
     """
+    check_ci_prob(ci_prob)
     answers_table = table_answers(table, llm_col, item_col, correct_col)
     per_llm = {str(llm): row.dropna() for llm, row in answers_table.iterrows()}
+    draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed)
+    deviation = fitted_deviation_variance(posterior, seed=seed)
     rows = []
     for llm, answers in per_llm.items():
-        result = score_llm(posterior, answers, n_draws=n_draws, ci_prob=ci_prob, seed=seed, llm=llm)
+        result = _score_with(draws, deviation, answers, n_draws, SCORE_SAMPLES_PER_DRAW, ci_prob, seed, llm)
         for (_, dim), row in result.ability_summary(ci_prob).iterrows():
             rows.append({"llm": llm, "quantity": "ability", "name": dim, **row.to_dict()})
         for bench, row in result.benchmark_scores.iterrows():
