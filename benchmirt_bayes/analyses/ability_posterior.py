@@ -34,6 +34,15 @@ GRID_POINTS = {1: 81, 2: 31}
 GRID_LIMIT = 4.0
 SAMPLES_PER_DRAW = 8
 """Ability samples per item draw of :func:`sampled_ability_posterior` (three or more dimensions)."""
+ANSWERED_SHARE = 0.9
+"""Share of a benchmark's items an LLM must have answered to measure its deviation there."""
+DEVIATION_LLMS = 100
+DEVIATION_ITEMS = 200
+"""At most this many fitted LLMs, and items of the benchmark and of the others, per benchmark
+in :func:`benchmark_deviation_variance` (seeded samples): the predictive variance it subtracts
+includes the ability uncertainty these items leave, so fewer cost noise, not bias."""
+DEVIATION_DRAWS = 20
+"""Posterior draws :func:`fitted_deviation_variance` measures the deviations with."""
 
 
 @dataclass(frozen=True)
@@ -310,17 +319,6 @@ def predicted_mean_score(
     if predictive and deviation_variance:
         variances = variances + deviation_variance * (open_.sum(axis=1, keepdims=True) / n) ** 2
     return summarise_normal_mixture(means, variances, posterior.weights, ci_prob)
-
-
-ANSWERED_SHARE = 0.9
-"""Share of a benchmark's items an LLM must have answered to measure its deviation there."""
-DEVIATION_LLMS = 100
-DEVIATION_ITEMS = 200
-"""At most this many fitted LLMs (and items of the other benchmarks, for their abilities) per
-benchmark in :func:`benchmark_deviation_variance`, seeded: the predictive variance it
-subtracts includes the ability uncertainty these items leave, so fewer cost noise, not bias."""
-DEVIATION_DRAWS = 20
-"""Posterior draws :func:`fitted_deviation_variance` measures the deviations with."""
 
 
 def benchmark_deviation_variance(draws: PosteriorDraws, *, seed: int = 0) -> pd.Series:
