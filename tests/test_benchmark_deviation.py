@@ -57,21 +57,50 @@ def test_the_deviation_widens_the_predictive_by_the_unanswered_share():
     draws, _ = planted(0.0)
     columns = np.arange(PER_BENCHMARK)  # benchmark A
     outcomes = np.full((3, len(draws.items)), np.nan)
-    outcomes[1, :20] = 1.0  # a quarter of A answered
+    outcomes[1, :20] = np.tile([0.0, 1.0], 10)  # a quarter of A answered
     outcomes[2, :PER_BENCHMARK] = 0.0  # all of A answered
     abilities = ability_posterior(draws, outcomes)
     plain = predicted_mean_score(abilities, draws, columns, outcomes, 0.9)
     wider = predicted_mean_score(abilities, draws, columns, outcomes, 0.9, deviation_variance=0.01)
-    unanswered = np.array([1.0, 0.75, 0.0])
     added = wider["sd"] ** 2 - plain["sd"] ** 2
-    np.testing.assert_allclose(added, 0.01 * unanswered**2, rtol=1e-6, atol=1e-12)
-    np.testing.assert_allclose(wider["mean"], plain["mean"])
+    # nothing answered: the whole deviation; everything answered: none
+    np.testing.assert_allclose(added[[0, 2]], [0.01, 0.0], rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(wider["mean"][[0, 2]], plain["mean"][[0, 2]])
+    # a quarter answered: the answered items inform the deviation, so less than its share
+    assert 0.0 < added[1] < 0.01 * 0.75**2
     # the parameter interval (predictive=False) is the model's own and is left alone
     expected = predicted_mean_score(abilities, draws, columns, outcomes, 0.9, predictive=False)
     same = predicted_mean_score(
         abilities, draws, columns, outcomes, 0.9, predictive=False, deviation_variance=0.01
     )
     np.testing.assert_allclose(same["sd"], expected["sd"])
+
+
+def test_answered_items_inform_the_deviation_and_the_interval_stays_calibrated():
+    """New LLMs with a planted benchmark shift: a third of A answered, all of B; A's full score predicted."""
+    draws, _ = planted(0.8)
+    deviation = benchmark_deviation_variance(draws)["A"]
+    rng = np.random.default_rng(1)
+    n_new, seen = 400, 30
+    ability = rng.normal(0, 1, (n_new, 1))
+    shift = rng.normal(0, 0.8, (n_new, 2)).repeat(PER_BENCHMARK, axis=1)
+    eta = ability @ draws.loading[0].T + draws.intercept[0]
+    answers = (rng.random(eta.shape) < sigmoid(eta + shift)).astype(float)
+    truth = answers[:, :PER_BENCHMARK].mean(axis=1)
+    outcomes = answers.copy()
+    for row in outcomes:
+        row[rng.choice(PER_BENCHMARK, PER_BENCHMARK - seen, replace=False)] = np.nan
+    columns = np.arange(PER_BENCHMARK)
+    abilities = ability_posterior(draws, outcomes)
+    updated = predicted_mean_score(abilities, draws, columns, outcomes, 0.9, deviation_variance=deviation)
+    covered = np.mean((updated["lower"] <= truth) & (truth <= updated["upper"]))
+    assert 0.85 <= covered <= 0.96, covered
+    # the same predictive that only widens by the deviation (its mean ignores it) errs more
+    plain = predicted_mean_score(abilities, draws, columns, outcomes, 0.9)
+    gain = np.abs(plain["mean"] - truth) - np.abs(updated["mean"] - truth)
+    assert gain.mean() > 2 * gain.std() / np.sqrt(n_new), (gain.mean(), gain.std())
+    widened = np.sqrt(plain["sd"] ** 2 + deviation * (1 - seen / PER_BENCHMARK) ** 2)
+    assert updated["sd"].mean() < widened.mean()
 
 
 def test_the_deviation_needs_the_answers_the_fit_was_made_on():

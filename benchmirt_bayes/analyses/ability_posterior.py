@@ -279,9 +279,13 @@ def predicted_mean_score(
     model's *expected* mean score on all of ``columns``, answered or not: the interval of a
     parameter, not of the score the unit would get.
 
-    ``deviation_variance`` (predictive only) is the variance of a unit's own deviation from
-    the model's mean score on these items (:func:`benchmark_deviation_variance`); it applies
-    to the unanswered share of the items, so ``(share unanswered)² ×`` it is added.
+    ``deviation_variance`` (predictive only) is the variance ``v`` of a unit's own deviation
+    ``δ`` from the model's mean score on these items (:func:`benchmark_deviation_variance`),
+    shared by its answered and unanswered items. Its prior ``N(0, v)`` is updated by the
+    answered items' mean against the model's (a normal–normal update at each ability point,
+    the answered mean's response noise taken at the unit's posterior, which also reweights
+    the points), and the unanswered share carries the updated ``δ``: with nothing answered
+    ``(share unanswered)² × v`` is added to the variance.
 
     Returns
     -------
@@ -295,30 +299,81 @@ def predicted_mean_score(
     unanswered = np.isnan(observed) if predictive else np.ones(observed.shape, dtype=bool)
     open_ = unanswered.astype(float)
     known = np.where(unanswered, 0.0, np.nan_to_num(observed)).sum(axis=1)
-    n = len(columns)
+    update = bool(predictive and deviation_variance and (~unanswered).any())
+    # (unit, point) sums over the open and the answered items: expected score and variance
+    parts = {key: np.zeros(posterior.weights.shape) for key in ("open", "open_var", "seen", "seen_var")}
     if posterior.shared:
-        total, second, noise = (np.zeros(posterior.weights.shape) for _ in range(3))
+        second = {"open": np.zeros(posterior.weights.shape), "seen": np.zeros(posterior.weights.shape)}
         for s in range(len(draws)):
             layout, params = draws.response_model(columns, s)
             eta = draws.eta(s, posterior.points, columns)  # (point, item)
-            per_unit = open_ @ layout.expected_score(eta, params, expand=0).T  # (unit, point)
-            total += per_unit / len(draws)
-            second += per_unit**2 / len(draws)
-            if predictive:
-                noise += open_ @ layout.variance(eta, params, expand=0).T / len(draws)
-        means = (known[:, None] + total) / n
-        variances = (noise + np.maximum(second - total**2, 0.0)) / n**2
+            expected = layout.expected_score(eta, params, expand=0).T
+            variance = layout.variance(eta, params, expand=0).T if predictive else None
+            for key, mask in (("open", open_), ("seen", 1.0 - open_ if update else None)):
+                if mask is None:
+                    continue
+                total = mask @ expected  # (unit, point)
+                parts[key] += total / len(draws)
+                second[key] += total**2 / len(draws)
+                if predictive:
+                    parts[f"{key}_var"] += mask @ variance / len(draws)
+        for key in second:  # the item draws' spread of the sums
+            parts[f"{key}_var"] += np.maximum(second[key] - parts[key] ** 2, 0.0)
     else:  # each sample pairs with its own item draw
-        means, variances = np.zeros(posterior.weights.shape), np.zeros(posterior.weights.shape)
         for start in range(0, outcomes.shape[0], chunk):
             rows = slice(start, start + chunk)
             expected, variance = draws.score_moments(posterior.points[rows], columns, variance=predictive)
-            means[rows] = (known[rows, None] + np.einsum("usi,ui->us", expected, open_[rows])) / n
-            if predictive:
-                variances[rows] = np.einsum("usi,ui->us", variance, open_[rows]) / n**2
-    if predictive and deviation_variance:
+            for key, mask in (("open", open_[rows]), ("seen", 1.0 - open_[rows] if update else None)):
+                if mask is None:
+                    continue
+                parts[key][rows] = np.einsum("usi,ui->us", expected, mask)
+                if predictive:
+                    parts[f"{key}_var"][rows] = np.einsum("usi,ui->us", variance, mask)
+    n = len(columns)
+    means = (known[:, None] + parts["open"]) / n
+    variances = parts["open_var"] / n**2
+    weights = posterior.weights
+    if update:
+        means, variances, weights = _update_deviation(
+            means, variances, weights, parts, known, open_.sum(axis=1), n, deviation_variance
+        )
+    elif predictive and deviation_variance:
         variances = variances + deviation_variance * (open_.sum(axis=1, keepdims=True) / n) ** 2
-    return summarise_normal_mixture(means, variances, posterior.weights, ci_prob)
+    return summarise_normal_mixture(means, variances, weights, ci_prob)
+
+
+def _update_deviation(
+    means: np.ndarray,
+    variances: np.ndarray,
+    weights: np.ndarray,
+    parts: dict[str, np.ndarray],
+    known: np.ndarray,
+    n_open: np.ndarray,
+    n: int,
+    deviation_variance: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The predictive's components and weights once the answered items have informed ``δ``."""
+    n_seen = (n - n_open)[:, None]
+    has = n_seen > 0
+    per_seen = np.maximum(n_seen, 1)
+    residual = (known[:, None] - parts["seen"]) / per_seen  # answered mean − the model's
+    noise = np.sum(weights * parts["seen_var"], axis=1, keepdims=True) / per_seen**2
+    noise = np.maximum(noise, 1e-12)
+    gain = np.where(has, deviation_variance / (deviation_variance + noise), 0.0)
+    share_open = n_open[:, None] / n
+    means = means + share_open * gain * residual
+    variances = variances + share_open**2 * deviation_variance * (1.0 - gain)
+    # δ explains part of the answered mean's miss, so points that miss it are less penalised
+    log_ratio = np.where(
+        has,
+        0.5 * residual**2 * (1.0 / noise - 1.0 / (noise + deviation_variance))
+        - 0.5 * np.log1p(deviation_variance / noise),
+        0.0,
+    )
+    log_weights = np.log(np.maximum(weights, 1e-300)) + log_ratio
+    log_weights -= log_weights.max(axis=1, keepdims=True)
+    updated = np.where(weights > 0, np.exp(log_weights), 0.0)
+    return means, variances, updated / updated.sum(axis=1, keepdims=True)
 
 
 def benchmark_deviation_variance(draws: PosteriorDraws, *, seed: int = 0) -> pd.Series:
