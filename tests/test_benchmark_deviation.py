@@ -7,8 +7,9 @@ import pytest
 import xarray as xr
 
 from benchmirt_bayes.analyses.ability_posterior import (
+    Deviation,
     ability_posterior,
-    benchmark_deviation_variance,
+    benchmark_deviations,
     predicted_mean_score,
 )
 from benchmirt_bayes.draws import PosteriorDraws
@@ -38,15 +39,17 @@ def planted(shift_sd: float, seed: int = 0):
 
 def test_no_deviation_is_found_where_the_answers_follow_the_model():
     draws, _ = planted(0.0)
-    found = benchmark_deviation_variance(draws)
+    found = benchmark_deviations(draws)
     assert list(found.index) == ["A", "B"]
     # well below the response variance of a mean of ~72 answers (about 0.0025): noise
-    assert (found < 0.0015).all(), found
+    assert (found["variance"] < 0.0015).all(), found
+    # independent answers: a half's residuals share nothing but the LLM's ability error
+    assert (found["noise_factor"] < 1.45).all(), found  # 100 LLMs: a relative SE of about 0.14
 
 
 def test_a_planted_deviation_is_found_out_of_sample():
     draws, true_var = planted(0.8)
-    found = benchmark_deviation_variance(draws).to_numpy()
+    found = benchmark_deviations(draws)["variance"].to_numpy()
     assert true_var.min() > 0.008  # the planted deviation is several times the response noise
     # each LLM's ability comes from the other benchmark, whose own deviation moves it too: the
     # out-of-sample deviation is the planted one and more, not less
@@ -61,7 +64,7 @@ def test_the_deviation_widens_the_predictive_by_the_unanswered_share():
     outcomes[2, :PER_BENCHMARK] = 0.0  # all of A answered
     abilities = ability_posterior(draws, outcomes)
     plain = predicted_mean_score(abilities, draws, columns, outcomes, 0.9)
-    wider = predicted_mean_score(abilities, draws, columns, outcomes, 0.9, deviation_variance=0.01)
+    wider = predicted_mean_score(abilities, draws, columns, outcomes, 0.9, deviation=Deviation(0.01))
     added = wider["sd"] ** 2 - plain["sd"] ** 2
     # nothing answered: the whole deviation; everything answered: none
     np.testing.assert_allclose(added[[0, 2]], [0.01, 0.0], rtol=1e-6, atol=1e-12)
@@ -71,7 +74,7 @@ def test_the_deviation_widens_the_predictive_by_the_unanswered_share():
     # the parameter interval (predictive=False) is the model's own and is left alone
     expected = predicted_mean_score(abilities, draws, columns, outcomes, 0.9, predictive=False)
     same = predicted_mean_score(
-        abilities, draws, columns, outcomes, 0.9, predictive=False, deviation_variance=0.01
+        abilities, draws, columns, outcomes, 0.9, predictive=False, deviation=Deviation(0.01)
     )
     np.testing.assert_allclose(same["sd"], expected["sd"])
 
@@ -79,7 +82,7 @@ def test_the_deviation_widens_the_predictive_by_the_unanswered_share():
 def test_answered_items_inform_the_deviation_and_the_interval_stays_calibrated():
     """New LLMs with a planted benchmark shift: a third of A answered, all of B; A's full score predicted."""
     draws, _ = planted(0.8)
-    deviation = benchmark_deviation_variance(draws)["A"]
+    deviation = Deviation(*benchmark_deviations(draws).loc["A"])
     rng = np.random.default_rng(1)
     n_new, seen = 400, 30
     ability = rng.normal(0, 1, (n_new, 1))
@@ -92,14 +95,14 @@ def test_answered_items_inform_the_deviation_and_the_interval_stays_calibrated()
         row[rng.choice(PER_BENCHMARK, PER_BENCHMARK - seen, replace=False)] = np.nan
     columns = np.arange(PER_BENCHMARK)
     abilities = ability_posterior(draws, outcomes)
-    updated = predicted_mean_score(abilities, draws, columns, outcomes, 0.9, deviation_variance=deviation)
+    updated = predicted_mean_score(abilities, draws, columns, outcomes, 0.9, deviation=deviation)
     covered = np.mean((updated["lower"] <= truth) & (truth <= updated["upper"]))
     assert 0.85 <= covered <= 0.96, covered
     # the same predictive that only widens by the deviation (its mean ignores it) errs more
     plain = predicted_mean_score(abilities, draws, columns, outcomes, 0.9)
     gain = np.abs(plain["mean"] - truth) - np.abs(updated["mean"] - truth)
     assert gain.mean() > 2 * gain.std() / np.sqrt(n_new), (gain.mean(), gain.std())
-    widened = np.sqrt(plain["sd"] ** 2 + deviation * (1 - seen / PER_BENCHMARK) ** 2)
+    widened = np.sqrt(plain["sd"] ** 2 + deviation.variance * (1 - seen / PER_BENCHMARK) ** 2)
     assert updated["sd"].mean() < widened.mean()
 
 
@@ -112,4 +115,4 @@ def test_the_deviation_needs_the_answers_the_fit_was_made_on():
         xr.DataTree.from_dict({"posterior": tree["posterior"].to_dataset()}), 5
     )
     with pytest.raises(ValueError, match="observed_data"):
-        benchmark_deviation_variance(bare)
+        benchmark_deviations(bare)
