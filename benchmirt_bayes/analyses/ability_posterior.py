@@ -7,7 +7,7 @@ LLMs in cross-validation and subset evaluation): each LLM's posterior given its 
 any subset of the fitted items, averaged over posterior draws of the items. Two methods
 stand behind :func:`ability_posterior`: a grid over the ability space (one or two
 dimensions) and Laplace-SIR samples (any number of dimensions). :func:`predicted_mean_score`
-turns the posteriors into scores on sets of items, and :func:`benchmark_deviations`
+turns the posteriors into scores on sets of items, and :func:`benchmark_deviation_variance`
 measures, out of sample, the benchmark-specific deviations a model with fewer dimensions
 than benchmarks leaves out (on the Open LLM Leaderboard's five benchmarks under two
 dimensions they are larger than the response noise), which the predictive then carries.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -39,29 +39,10 @@ ANSWERED_SHARE = 0.9
 DEVIATION_LLMS = 100
 DEVIATION_ITEMS = 200
 """At most this many fitted LLMs, and items of the benchmark and of the others, per benchmark
-in :func:`benchmark_deviations` (seeded samples): the predictive variance it subtracts
+in :func:`benchmark_deviation_variance` (seeded samples): the predictive variance it subtracts
 includes the ability uncertainty these items leave, so fewer cost noise, not bias."""
 DEVIATION_DRAWS = 20
-"""Posterior draws :func:`fitted_deviations` measures the deviations with."""
-
-
-class Deviation(NamedTuple):
-    """What a model leaves out of an LLM's scores on one benchmark (:func:`benchmark_deviations`).
-
-    Attributes
-    ----------
-    variance
-        Variance, on the ``[0, 1]`` score scale, of an LLM's own deviation from the model's
-        mean score on the benchmark, shared by all its items.
-    noise_factor
-        The responses' variance around the model (and that deviation) over the model's own
-        response variance (at least one): items answered alike beyond the model, such as
-        items on one topic, make a subset's mean noisier than independent answers would.
-
-    """
-
-    variance: float = 0.0
-    noise_factor: float = 1.0
+"""Posterior draws :func:`fitted_deviation_variance` measures the deviations with."""
 
 
 @dataclass(frozen=True)
@@ -286,7 +267,7 @@ def predicted_mean_score(
     ci_prob: float,
     *,
     predictive: bool = True,
-    deviation: Deviation | None = None,
+    deviation_variance: float = 0.0,
     chunk: int = 64,
 ) -> dict[str, np.ndarray]:
     """Each unit's mean score on ``columns`` (on ``[0, 1]``) had it answered them all, summarised.
@@ -298,13 +279,14 @@ def predicted_mean_score(
     model's *expected* mean score on all of ``columns``, answered or not: the interval of a
     parameter, not of the score the unit would get.
 
-    ``deviation`` (predictive only; :func:`benchmark_deviations`) scales the response noise
-    by its ``noise_factor`` and adds a unit's own deviation ``δ`` from the model's mean score
-    on these items, shared by its answered and unanswered items. The prior ``N(0, variance)``
-    of ``δ`` is updated by the answered items' mean against the model's (a normal–normal
-    update at each ability point, the answered mean's noise taken at the unit's posterior,
-    which also reweights the points), and the unanswered share carries the updated ``δ``:
-    with nothing answered ``(share unanswered)² × variance`` is added.
+    ``deviation_variance`` (predictive only) is the variance ``v`` of a unit's own deviation
+    ``δ`` from the model's mean score on these items (:func:`benchmark_deviation_variance`),
+    shared by its answered and unanswered items. The unanswered share carries it: its mean
+    moves by the posterior mean of ``δ`` given the answered items' mean against the model's
+    (a normal–normal update at each ability point, the answered mean's response noise taken
+    at the unit's posterior), and ``(share unanswered)² × v`` is added to the variance. The
+    variance is the prior's, not the update's smaller one: on held-out LLMs of the Open LLM
+    Leaderboard the smaller one covered less than its mass (``benchmarks/RESULTS.md``).
 
     Returns
     -------
@@ -318,8 +300,7 @@ def predicted_mean_score(
     unanswered = np.isnan(observed) if predictive else np.ones(observed.shape, dtype=bool)
     open_ = unanswered.astype(float)
     known = np.where(unanswered, 0.0, np.nan_to_num(observed)).sum(axis=1)
-    deviation = deviation if predictive and deviation is not None else Deviation()
-    update = bool(deviation.variance and (~unanswered).any())
+    update = bool(predictive and deviation_variance and (~unanswered).any())
     # (unit, point) sums over the open and the answered items: expected score and variance
     parts = {key: np.zeros(posterior.weights.shape) for key in ("open", "open_var", "seen", "seen_var")}
     if posterior.shared:
@@ -336,7 +317,7 @@ def predicted_mean_score(
                 parts[key] += total / len(draws)
                 second[key] += total**2 / len(draws)
                 if predictive:
-                    parts[f"{key}_var"] += deviation.noise_factor * (mask @ variance) / len(draws)
+                    parts[f"{key}_var"] += mask @ variance / len(draws)
         for key in second:  # the item draws' spread of the sums
             parts[f"{key}_var"] += np.maximum(second[key] - parts[key] ** 2, 0.0)
     else:  # each sample pairs with its own item draw
@@ -348,75 +329,49 @@ def predicted_mean_score(
                     continue
                 parts[key][rows] = np.einsum("usi,ui->us", expected, mask)
                 if predictive:
-                    noise = np.einsum("usi,ui->us", variance, mask)
-                    parts[f"{key}_var"][rows] = deviation.noise_factor * noise
+                    parts[f"{key}_var"][rows] = np.einsum("usi,ui->us", variance, mask)
     n = len(columns)
     means = (known[:, None] + parts["open"]) / n
     variances = parts["open_var"] / n**2
-    weights = posterior.weights
+    if predictive and deviation_variance:
+        variances = variances + deviation_variance * (open_.sum(axis=1, keepdims=True) / n) ** 2
     if update:
-        means, variances, weights = _update_deviation(
-            means, variances, weights, parts, known, open_.sum(axis=1), n, deviation.variance
-        )
-    elif deviation.variance:
-        variances = variances + deviation.variance * (open_.sum(axis=1, keepdims=True) / n) ** 2
-    return summarise_normal_mixture(means, variances, weights, ci_prob)
+        n_open = open_.sum(axis=1)
+        means = means + _deviation_shift(parts, posterior.weights, known, n_open, n, deviation_variance)
+    return summarise_normal_mixture(means, variances, posterior.weights, ci_prob)
 
 
-def _update_deviation(
-    means: np.ndarray,
-    variances: np.ndarray,
-    weights: np.ndarray,
+def _deviation_shift(
     parts: dict[str, np.ndarray],
+    weights: np.ndarray,
     known: np.ndarray,
     n_open: np.ndarray,
     n: int,
     deviation_variance: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The predictive's components and weights once the answered items have informed ``δ``."""
-    n_seen = (n - n_open)[:, None]
-    has = n_seen > 0
-    per_seen = np.maximum(n_seen, 1)
-    residual = (known[:, None] - parts["seen"]) / per_seen  # answered mean − the model's
-    noise = np.sum(weights * parts["seen_var"], axis=1, keepdims=True) / per_seen**2
-    noise = np.maximum(noise, 1e-12)
-    gain = np.where(has, deviation_variance / (deviation_variance + noise), 0.0)
-    share_open = n_open[:, None] / n
-    means = means + share_open * gain * residual
-    variances = variances + share_open**2 * deviation_variance * (1.0 - gain)
-    # δ explains part of the answered mean's miss, so points that miss it are less penalised
-    log_ratio = np.where(
-        has,
-        0.5 * residual**2 * (1.0 / noise - 1.0 / (noise + deviation_variance))
-        - 0.5 * np.log1p(deviation_variance / noise),
-        0.0,
-    )
-    log_weights = np.log(np.maximum(weights, 1e-300)) + log_ratio
-    log_weights -= log_weights.max(axis=1, keepdims=True)
-    updated = np.where(weights > 0, np.exp(log_weights), 0.0)
-    return means, variances, updated / updated.sum(axis=1, keepdims=True)
+) -> np.ndarray:
+    """``(unit, point)`` move of the mean score: the unanswered share's posterior mean of ``δ``."""
+    n_seen = np.maximum(n - n_open, 1)[:, None]
+    residual = (known[:, None] - parts["seen"]) / n_seen  # answered mean − the model's
+    noise = np.sum(weights * parts["seen_var"], axis=1, keepdims=True) / n_seen**2
+    gain = deviation_variance / (deviation_variance + np.maximum(noise, 1e-12))
+    return np.where(n_open[:, None] < n, (n_open[:, None] / n) * gain * residual, 0.0)
 
 
-def benchmark_deviations(draws: PosteriorDraws, *, seed: int = 0) -> pd.DataFrame:
-    """Per benchmark, how far the fitted LLMs' scores stray from what the model predicts.
+def benchmark_deviation_variance(draws: PosteriorDraws, *, seed: int = 0) -> pd.Series:
+    """Per benchmark, the variance of the fitted LLMs' mean scores around what the other benchmarks predict.
 
     A model with fewer dimensions than benchmarks leaves each LLM a benchmark-specific
     deviation: its mean score on a benchmark differs from the model's prediction by more
     than the model's own uncertainty. For every fitted LLM that answered at least
     :data:`ANSWERED_SHARE` of a benchmark's items, its ability posterior is found from its
-    answers on the *other* benchmarks and its mean score on this one compared with the
+    answers on the *other* benchmarks, and its mean score on this one compared with the
     posterior predictive of it (:func:`predicted_mean_score`, every item of the benchmark
-    unanswered), on all the benchmark's items and on two random halves of them. The halves
-    share the LLM's deviation but not their response noise, so half the mean squared
-    difference of the two halves' residuals (less what the ability's uncertainty puts
-    between them), over the model's response variance of a half, is the ``noise_factor``
-    (floored at one); the ``variance`` of the
-    deviation is the whole benchmark's mean squared residual less the predictive variance
-    with that factor (floored at zero). Out of sample, so the fit's own pull towards each
-    LLM's answers does not hide the deviation; with a single benchmark there is nothing to
-    deviate from and the variance is about zero. At most :data:`DEVIATION_LLMS` LLMs and
-    :data:`DEVIATION_ITEMS` items of this benchmark and of the others enter (seeded
-    samples), so the cost does not grow with the data.
+    unanswered): the squared difference less the predictive variance, averaged over LLMs and
+    floored at zero. Out of sample, so the fit's own pull towards each LLM's answers does
+    not hide the deviation; with a single benchmark there is nothing to deviate from and the
+    variance is about zero. At most :data:`DEVIATION_LLMS` LLMs and :data:`DEVIATION_ITEMS`
+    items of this benchmark and of the others enter (seeded samples), so the cost does not
+    grow with the data.
 
     Parameters
     ----------
@@ -424,13 +379,12 @@ def benchmark_deviations(draws: PosteriorDraws, *, seed: int = 0) -> pd.DataFram
         Thinned draws of a fit with its data (``PosteriorDraws.from_posterior(fit, n)`` on a
         fit with ``observed_data``).
     seed
-        Seed of the subsamples, the halves and the ability samples (three or more dimensions).
+        Seed of the subsamples and of the ability samples (three or more dimensions).
 
     Returns
     -------
-    pandas.DataFrame
-        ``variance`` (on the ``[0, 1]`` score scale) and ``noise_factor``, indexed by
-        benchmark (the fields of :class:`Deviation`).
+    pandas.Series
+        Variance on the ``[0, 1]`` score scale, indexed by benchmark.
 
     """
     if draws.responses is None:
@@ -439,7 +393,7 @@ def benchmark_deviations(draws: PosteriorDraws, *, seed: int = 0) -> pd.DataFram
     benchmarks = draws.responses.benchmarks.astype(str)
     scaled = values / draws.layout.score_scale
     rng = np.random.default_rng(seed)
-    found = {}
+    variances = {}
     for name in pd.unique(benchmarks):
         columns = np.flatnonzero(benchmarks == name)
         share = (~np.isnan(values[:, columns])).mean(axis=1)
@@ -456,60 +410,18 @@ def benchmark_deviations(draws: PosteriorDraws, *, seed: int = 0) -> pd.DataFram
         others = ability_posterior(
             draws.take_items(other_columns), values[np.ix_(rows, other_columns)], seed=seed, expected=False
         )
-        half = rng.permutation(columns.size) < columns.size // 2
+        unanswered = np.full((rows.size, columns.size), np.nan)
         own = np.arange(columns.size)
-        residual, model_variance, noise = {}, {}, {}
-        for part, subset in (("all", own), ("first", own[half]), ("second", own[~half])):
-            residual[part], model_variance[part], noise[part] = _out_of_sample_residuals(
-                others, draws.take_items(columns[subset]), scaled[np.ix_(rows, columns[subset])]
-            )
-        keep = np.isfinite(residual["all"])
-        if not keep.any():
-            found[name] = Deviation()
-            continue
-        halves = keep & np.isfinite(residual["first"]) & np.isfinite(residual["second"])
-        factor = 1.0
-        if halves.sum() >= 2 and columns.size >= 4:
-            # the halves' residuals differ by their response noise and by how differently
-            # their items feel the ability's uncertainty (the model's variances tell it)
-            n_first, n_all = half.sum(), columns.size
-            n_second = n_all - n_first
-            model_covariance = (
-                n_all**2 * model_variance["all"]
-                - n_first**2 * model_variance["first"]
-                - n_second**2 * model_variance["second"]
-            ) / (2 * n_first * n_second)
-            apart = 0.5 * (residual["first"] - residual["second"]) ** 2
-            ability_apart = 0.5 * (model_variance["first"] + model_variance["second"]) - model_covariance
-            model_noise = 0.5 * (noise["first"] + noise["second"])
-            factor = max(float((apart - ability_apart)[halves].mean() / model_noise[halves].mean()), 1.0)
-        excess = residual["all"] ** 2 - model_variance["all"] - factor * noise["all"]
-        found[name] = Deviation(max(float(excess[keep].mean()), 0.0), float(factor))
-    return pd.DataFrame(found, index=list(Deviation._fields)).T.rename_axis("benchmark")
+        predicted = predicted_mean_score(others, draws.take_items(columns), own, unanswered, CI_PROB)
+        seen = ~np.isnan(scaled[rows][:, columns])
+        observed = np.nansum(scaled[rows][:, columns], axis=1) / np.maximum(seen.sum(axis=1), 1)
+        excess = ((observed - predicted["mean"]) ** 2 - predicted["sd"] ** 2)[seen.any(axis=1)]
+        variances[name] = max(float(excess.mean()), 0.0) if excess.size else 0.0
+    return pd.Series(variances, name="deviation_variance").rename_axis("benchmark")
 
 
-def _out_of_sample_residuals(
-    others: AbilityPosterior, item_draws: PosteriorDraws, scaled: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each row's observed mean on the items less the predictive's, and the predictive's two variances.
-
-    The variances are the model's uncertainty of the expected mean (ability and items) and
-    the response noise of the mean; NaN residual where a row answered none of the items.
-    """
-    columns = np.arange(scaled.shape[1])
-    unanswered = np.full(scaled.shape, np.nan)
-    predictive = predicted_mean_score(others, item_draws, columns, unanswered, CI_PROB)
-    expected = predicted_mean_score(others, item_draws, columns, unanswered, CI_PROB, predictive=False)
-    seen = ~np.isnan(scaled)
-    mean = np.nansum(scaled, axis=1) / np.maximum(seen.sum(axis=1), 1)
-    observed = np.where(seen.any(axis=1), mean, np.nan)
-    model_variance = expected["sd"] ** 2
-    noise = np.maximum(predictive["sd"] ** 2 - model_variance, 0.0)
-    return observed - predictive["mean"], model_variance, noise
-
-
-def fitted_deviations(posterior: xr.DataTree, *, seed: int = 0) -> dict[str, Deviation]:
-    """:func:`benchmark_deviations` of a fit on :data:`DEVIATION_DRAWS` draws, by benchmark.
+def fitted_deviation_variance(posterior: xr.DataTree, *, seed: int = 0) -> dict[str, float]:
+    """:func:`benchmark_deviation_variance` of a fit on :data:`DEVIATION_DRAWS` draws, as a dict.
 
     Empty, with a warning, for a bare posterior (no ``observed_data``).
     """
@@ -522,5 +434,4 @@ def fitted_deviations(posterior: xr.DataTree, *, seed: int = 0) -> dict[str, Dev
             stacklevel=3,
         )
         return {}
-    table = benchmark_deviations(draws, seed=seed)
-    return {str(name): Deviation(*row) for name, row in zip(table.index, table.to_numpy(), strict=True)}
+    return benchmark_deviation_variance(draws, seed=seed).to_dict()

@@ -157,9 +157,9 @@ def estimate_scores(
         on ``[0, 1]``, with a posterior predictive interval of mass ``ci_prob``: answered
         items count as answered, unanswered ones carry their response noise, the
         uncertainty of the ability and the items, and the LLM's own benchmark-specific
-        deviation from the model (its size measured on the fitted LLMs,
-        :func:`~benchmirt_bayes.analyses.ability_posterior.benchmark_deviations`;
-        its value informed by the LLM's answered items there);
+        deviation from the model (its spread measured on the fitted LLMs,
+        :func:`~benchmirt_bayes.analyses.ability_posterior.benchmark_deviation_variance`;
+        its mean informed by the LLM's answered items there);
         a benchmark the link has no link for gets the same, scaled to the link's ``score_max``.
     estimator
         One of :data:`~benchmirt_bayes.analyses.score_link.ESTIMATORS` (``"package"``: the

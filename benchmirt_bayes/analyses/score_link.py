@@ -21,9 +21,8 @@ import xarray as xr
 
 from benchmirt_bayes.analyses.ability_posterior import (
     AbilityPosterior,
-    Deviation,
     ability_posterior,
-    fitted_deviations,
+    fitted_deviation_variance,
     predicted_mean_score,
 )
 from benchmirt_bayes.analyses.score_neighbours import (
@@ -723,7 +722,7 @@ def score_table(
     if isinstance(table, Mapping):
         table = pd.DataFrame(table).T
     item_draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed)
-    deviation: dict[str, Deviation] | None = None  # estimated once, where a benchmark has no link
+    deviation: dict[str, float] | None = None  # estimated once, where a benchmark has no link
     columns = item_draws.columns(np.asarray([str(c) for c in table.columns]))
     outcomes = np.full((len(table), len(item_draws.items)), np.nan)
     outcomes[:, columns] = table.to_numpy(dtype=float)
@@ -746,9 +745,9 @@ def score_table(
         features = LinkFeatures.from_posterior(abilities, cols, outcomes, scale, kept)
         n_answered = (~np.isnan(outcomes[:, cols])).sum(axis=1)
         if bench_link is None:
-            deviation = fitted_deviations(posterior, seed=seed) if deviation is None else deviation
+            deviation = fitted_deviation_variance(posterior, seed=seed) if deviation is None else deviation
             irt = predicted_mean_score(
-                abilities, item_draws, cols, outcomes, ci_prob, deviation=deviation.get(name)
+                abilities, item_draws, cols, outcomes, ci_prob, deviation_variance=deviation.get(name, 0.0)
             )
             results = {"irt_fitted_items": tuple(unit * irt[key] for key in ("mean", "lower", "upper"))}
         else:

@@ -19,9 +19,8 @@ import xarray as xr
 from benchmirt_bayes.analyses.abilities import ability_frame
 from benchmirt_bayes.analyses.ability_posterior import (
     AbilityPosterior,
-    Deviation,
     ability_posterior,
-    fitted_deviations,
+    fitted_deviation_variance,
     predicted_mean_score,
 )
 from benchmirt_bayes.checks import check_integer
@@ -98,21 +97,21 @@ def score_llm(
         on *all* its fitted items, on ``[0, 1]`` (share correct for binary items): a
         posterior predictive mean, SD and interval in which the answered items count as
         answered and each unanswered one adds its response noise, the parameters'
-        uncertainty and the LLM's own benchmark-specific deviation from the model (its size
-        measured on the fitted LLMs, its value informed by the answered items; no answer
-        left out: the observed mean, with no uncertainty). Next to it the
+        uncertainty and the LLM's own benchmark-specific deviation from the model (its
+        spread measured on the fitted LLMs, its mean informed by the answered items; no
+        answer left out: the observed mean, with no uncertainty). Next to it the
         observed mean on the answered items.
 
     """
     check_ci_prob(ci_prob)
     draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed)
-    deviation = fitted_deviations(posterior, seed=seed)
+    deviation = fitted_deviation_variance(posterior, seed=seed)
     return _score_with(draws, deviation, responses_of_new_llm, n_draws, samples_per_draw, ci_prob, seed, llm)
 
 
 def _score_with(
     draws: PosteriorDraws,
-    deviation: Mapping[str, Deviation],
+    deviation: Mapping[str, float],
     responses_of_new_llm: Mapping[str, float] | pd.Series,
     n_draws: int,
     samples_per_draw: int,
@@ -131,7 +130,9 @@ def _score_with(
     rows = []
     for name in pd.unique(benchmarks):
         columns = np.flatnonzero(benchmarks == name)
-        score = predicted_mean_score(found, draws, columns, outcomes, ci_prob, deviation=deviation.get(name))
+        score = predicted_mean_score(
+            found, draws, columns, outcomes, ci_prob, deviation_variance=deviation.get(name, 0.0)
+        )
         answered = outcomes[0, columns] / draws.layout.score_scale[columns]
         n_answered = int((~np.isnan(answered)).sum())
         rows.append(
@@ -202,7 +203,7 @@ def score_table(
     answers_table = table_answers(table, llm_col, item_col, correct_col)
     per_llm = {str(llm): row.dropna() for llm, row in answers_table.iterrows()}
     draws = PosteriorDraws.from_posterior(posterior, n_draws, seed=seed)
-    deviation = fitted_deviations(posterior, seed=seed)
+    deviation = fitted_deviation_variance(posterior, seed=seed)
     rows = []
     for llm, answers in per_llm.items():
         result = _score_with(draws, deviation, answers, n_draws, SCORE_SAMPLES_PER_DRAW, ci_prob, seed, llm)
