@@ -99,7 +99,7 @@ def test_answered_items_inform_the_deviation_and_the_interval_stays_calibrated()
     updated = predicted_mean_score(abilities, draws, columns, outcomes, 0.9, deviation_variance=deviation)
     covered = np.mean((updated["lower"] <= truth) & (truth <= updated["upper"]))
     assert 0.85 <= covered <= 0.98, covered
-    # the same predictive with the deviation's prior on an unmoved mean errs more
+    # the predictive whose mean the answered items do not move errs more
     plain = predicted_mean_score(abilities, draws, columns, outcomes, 0.9)
     gain = np.abs(plain["mean"] - truth) - np.abs(updated["mean"] - truth)
     assert gain.mean() > 2 * gain.std() / np.sqrt(n_new), (gain.mean(), gain.std())

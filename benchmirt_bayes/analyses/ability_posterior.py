@@ -284,9 +284,9 @@ def predicted_mean_score(
     shared by its answered and unanswered items. The unanswered share carries it: its mean
     moves by the posterior mean of ``δ`` given the answered items' mean against the model's
     (a normal–normal update at each ability point, the answered mean's response noise taken
-    at the unit's posterior), and ``(share unanswered)² × v`` is added to the variance. The
-    variance is the prior's, not the update's smaller one: on held-out LLMs of the Open LLM
-    Leaderboard the smaller one covered less than its mass (``benchmarks/RESULTS.md``).
+    at the unit's posterior), and ``(share unanswered)² × v`` is added to the variance: the
+    prior's, not the update's smaller one, which real deviations, less uniform over a
+    benchmark's items than the update assumes, do not bear out.
 
     Returns
     -------
