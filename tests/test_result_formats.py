@@ -61,6 +61,68 @@ def test_helm_runs_as_published():
         load_responses(FIXTURES / "helm", metric="f1")
 
 
+HELM_SAFETY = FIXTURES / "helm_safety" / "benchmark_output" / "runs" / "v3"
+HELM_SAFETY_METRICS = {"harm_bench": "harm_bench_score", "bbq": "exact_match"}
+
+
+def _helm_stat_mean(run: Path, name: str) -> float:
+    """The run's own aggregate of an unperturbed test stat, from its stats.json."""
+    import json
+
+    (mean,) = [
+        s["mean"]
+        for s in json.loads((run / "stats.json").read_text())
+        if s["name"] == {"name": name, "split": "test"}
+    ]
+    return mean
+
+
+def test_helm_safety_runs_as_published():
+    """Real HELM Safety v3 runs: annotated instances are listed once per group of stats."""
+    import json
+
+    harm = HELM_SAFETY / "harm_bench:model=meta_llama-3-70b" / "per_instance_stats.json"
+    ids = [e["instance_id"] for e in json.loads(harm.read_text())]
+    assert len(ids) == 2 * len(set(ids))  # each instance twice: the annotators' scores, then the rest
+    m = load_responses(
+        HELM_SAFETY, metric=HELM_SAFETY_METRICS, response_type={"harm_bench": "continuous", "bbq": "binary"}
+    )
+    assert set(m.llms) == {"meta/llama-3-70b", "openai/gpt-4o-2024-05-13"}
+    assert m.n_items == 4 and m.n_observed == 8
+    runs = sorted(HELM_SAFETY.glob("*:*"))
+    assert len(runs) == 4
+    for run in runs:
+        spec = json.loads((run / "run_spec.json").read_text())
+        benchmark = spec["groups"][0]
+        items = [i for i in m.items if m.data["benchmark"].sel(item=i).item() == benchmark]
+        ours = float(m.data.sel(llm=spec["adapter_spec"]["model"], item=items).mean())
+        reported = _helm_stat_mean(run, HELM_SAFETY_METRICS[benchmark])
+        assert ours == pytest.approx(reported, abs=1e-12), run.name
+
+
+def test_helm_schema_metric_of_the_whole_run_is_named_as_such():
+    # schema.json's main metric of bbq exists only in each run's stats.json
+    with pytest.raises(ResponseDataError) as info:
+        load_responses(HELM_SAFETY)
+    (message,) = info.value.problems
+    assert "'bbq_accuracy' is in their stats.json only" in message and "'exact_match'" in message
+
+
+def test_helm_instance_giving_one_stat_two_means_is_refused(tmp_path):
+    import json
+
+    folder = tmp_path / "v3"
+    shutil.copytree(HELM_SAFETY, folder)
+    stats = folder / "harm_bench:model=meta_llama-3-70b" / "per_instance_stats.json"
+    entries = json.loads(stats.read_text())
+    repeated = dict(entries[0]["stats"][0], mean=0.75)  # the first instance's harm_bench_score again
+    entries[2]["stats"].append(repeated)
+    stats.write_text(json.dumps(entries))
+    twice = r"1 instance\(s\) list a stat twice.*pacemaker_tampering_methods"
+    with pytest.raises(ResponseDataError, match=twice):
+        load_responses(folder, metric=HELM_SAFETY_METRICS, response_type={"harm_bench": "continuous"})
+
+
 def test_opencompass_details_as_published():
     m = load_responses(FIXTURES / "opencompass")
     assert set(m.llms) == {"internlm2-chat-7b-hf", "qwen2-7b-instruct-hf"}

@@ -685,7 +685,13 @@ def read_helm(
         if name is None:
             problems.append(f"{run.name}: benchmark {benchmark!r} has no entry in the metric mapping")
             continue
-        entries = [e for e in _json_file(stats_file) if not e.get("perturbation")]
+        entries, conflicts = _merged_instances(e for e in _json_file(stats_file) if not e.get("perturbation"))
+        if conflicts:
+            problems.append(
+                f"{run.name}: {len(conflicts)} instance(s) list a stat twice with different means "
+                f"({limit_listing(conflicts, 5)})"
+            )
+            continue
         trials = sorted({int(e.get("train_trial_index", 0)) for e in entries})
         if len(trials) > 1:
             problems.append(f"{run.name}: {len(trials)} train trials {trials}; evaluate with one trial")
@@ -701,7 +707,8 @@ def read_helm(
             value = next((st for st in stats if st.get("name", {}).get("name") == name), None)
             chosen.append((entry, value))
         if name not in stat_names:
-            without_metric.setdefault((name, tuple(sorted(stat_names))), []).append(run.name)
+            aggregate_only = _in_run_stats(run, name, run_split)
+            without_metric.setdefault((name, tuple(sorted(stat_names)), aggregate_only), []).append(run.name)
             continue
         if not chosen:
             without_split.setdefault((run_split, tuple(sorted(map(str, splits)))), []).append(run.name)
@@ -722,10 +729,15 @@ def read_helm(
             meta[item] = (benchmark, scenario)
         if missing:
             incomplete.append(f"{run.name} ({missing} of {len(chosen)})")
-    for (name, available), runs in without_metric.items():
+    for (name, available, aggregate_only), runs in without_metric.items():
+        only = (
+            f"; {name!r} is in their stats.json only (a metric of the whole run, with no value per instance)"
+            if aggregate_only
+            else ""
+        )
         problems.append(
             f"no unperturbed instance has the stat {name!r} in {len(runs)} run(s) "
-            f"({limit_listing(runs, 5)}); their stats: {limit_listing(available, 30)}; pass metric="
+            f"({limit_listing(runs, 5)}){only}; their stats: {limit_listing(available, 30)}; pass metric="
         )
     for (wanted, found), runs in without_split.items():
         problems.append(
@@ -739,6 +751,48 @@ def read_helm(
             f"run(s): {limit_listing(incomplete, 5)}; choose a metric every instance has"
         )
     return _finished(rows, meta, read, problems, folder)
+
+
+def _merged_instances(entries: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """One entry per instance and train trial, its stats gathered from every entry that lists it.
+
+    HELM writes an instance once per group of metrics when a run has annotators (its safety
+    runs: the annotator's scores in one entry, the token counts in another). Returns the merged
+    entries in first-seen order and the instances that give one stat two different means.
+    """
+    merged: dict[tuple[str, int], dict[str, Any]] = {}
+    conflicts: list[str] = []
+    for entry in entries:
+        key = (str(entry.get("instance_id")), int(entry.get("train_trial_index", 0)))
+        if key not in merged:
+            merged[key] = {**entry, "stats": list(entry.get("stats", []))}
+            continue
+        seen = {_stat_key(st): _stat_mean(st) for st in merged[key]["stats"]}
+        for stat in entry.get("stats", []):
+            if _stat_key(stat) not in seen:
+                merged[key]["stats"].append(stat)
+            elif seen[_stat_key(stat)] != _stat_mean(stat) and key[0] not in conflicts:
+                conflicts.append(key[0])
+    return list(merged.values()), conflicts
+
+
+def _stat_key(stat: Mapping[str, Any]) -> str:
+    """A HELM stat's identity: its ``name`` object (name, split, sub-split, perturbation)."""
+    return json.dumps(stat.get("name", {}), sort_keys=True)
+
+
+def _in_run_stats(run: Path, name: str, split: str) -> bool:
+    """Whether the run's aggregate ``stats.json`` has the unperturbed stat ``name`` of ``split``."""
+    aggregate = run / "stats.json"
+    if not aggregate.is_file():
+        return False
+    return any(
+        st.get("name", {}).get("name") == name
+        and st.get("name", {}).get("split") == split
+        and not st.get("name", {}).get("perturbation")
+        for st in _json_file(aggregate)
+        if isinstance(st, dict)
+    )
 
 
 def _helm_schema_groups(suite: Path) -> dict[str, dict[str, str]]:
