@@ -15,7 +15,7 @@ commit:
 * DIF and miskeyed items: precision of the top k (k = number planted), precision of the
   flagged set, and flags on the clean set (every one a false discovery).
 
-    python benchmarks/audit_calibration.py               # about 30 minutes on 2 cores
+    python benchmarks/audit_calibration.py               # about 10 minutes on 2 cores
     python benchmarks/audit_calibration.py --scale 0.1   # minutes
     python benchmarks/audit_calibration.py --scale 0.05 --llms 20 --method nuts
 """
