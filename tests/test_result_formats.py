@@ -681,3 +681,45 @@ def test_inspect_reads_samples_of_the_newest_log_only(tmp_path, monkeypatch):
     m = load_responses(tmp_path)
     assert m.data.equals(load_responses(source).data)  # the newest log, whole
     assert ("older.eval", True) not in reads and reads.count(("newer.eval", True)) == 1
+
+
+def test_lm_eval_task_scored_only_over_the_whole_task_is_named_once(tmp_path):
+    """A generation task with a corpus-level metric (lm-eval 0.4.10's masakhaner: each sample's
+    ``f1`` holds the target and the prediction, which the task's aggregation scores together)."""
+    import json
+
+    model = tmp_path / "google__gemma-2b"
+    model.mkdir()
+    stamp = "2026-01-16T15-23-47.285735"
+    task = "masakhaner_luo_prompt_1"
+    samples = [
+        {
+            "doc_id": i,
+            "doc": {"id": str(i), "text": "...", "target": "DATE: kawuononi"},
+            "target": "DATE: kawuononi",
+            "arguments": {"gen_args_0": {"arg_0": "...", "arg_1": {"do_sample": False}}},
+            "resps": [[" DATE: 796"]],
+            "filtered_resps": [["date: 796"]],
+            "filter": "flexible-extract",
+            "metrics": ["f1"],
+            "doc_hash": "h",
+            "prompt_hash": "p",
+            "target_hash": "t",
+            "f1": ["DATE: kawuononi", ["date: 796"]],
+        }
+        for i in range(3)
+    ]
+    (model / f"samples_{task}_{stamp}.jsonl").write_text("\n".join(map(json.dumps, samples)) + "\n")
+    results = {
+        "results": {task: {"alias": task, "f1,flexible-extract": 0.0656}},
+        "group_subtasks": {task: []},
+        "model_name": "google/gemma-2b",
+        "model_name_sanitized": "google__gemma-2b",
+    }
+    (model / f"results_{stamp}.json").write_text(json.dumps(results))
+    for metric in (None, "f1"):
+        with pytest.raises(ResponseDataError) as info:
+            load_responses(tmp_path, metric=metric)
+        (line,) = info.value.problems  # one line for the task, no hint about mixing tasks
+        assert "has no per-sample number: its metric(s) ['f1'] are aggregated over the whole task" in line
+        assert f"samples_{task}_{stamp}.jsonl" in line

@@ -309,6 +309,14 @@ def read_lm_eval(
                 grouped.add("samples without doc_id", where, number)
                 continue
             scalars = sorted(k for k, v in record.items() if _scalar(v) is not None and k != "doc_id")
+            if not scalars:
+                grouped.add(
+                    f"task {task!r} has no per-sample number: its metric(s) {sorted(named) or offered} are "
+                    "aggregated over the whole task (a corpus-level score such as F1 or BLEU), so its "
+                    "samples give no item scores; leave the task out",
+                    where,
+                )
+                continue
             if task_metric not in record:
                 grouped.add(
                     f"task {task!r} logs no metric {task_metric!r} (its per-sample numbers: {scalars})", where
@@ -327,7 +335,8 @@ def read_lm_eval(
             tasks[item] = task
     problems += grouped.lines()
     if problems:
-        problems.append("pass metric={task: metric} for folders that mix differently scored tasks")
+        if len(known_tasks) > 1:
+            problems.append("pass metric={task: metric} for folders that mix differently scored tasks")
         raise ResponseDataError(problems[:50], source=str(folder))
     meta = pd.DataFrame(
         {
