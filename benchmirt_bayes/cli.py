@@ -882,7 +882,7 @@ def _score(args: argparse.Namespace) -> int:
         full = estimate_scores(fit, answers, n_draws=args.draws, seed=args.seed)
         full = full.rename(columns={"benchmark": "name", "kept_mean": "observed"})
         full["quantity"] = "full_benchmark_score"
-        keep = ["llm", "quantity", "name", "mean", "lower", "upper", "observed", "n_answered"]
+        keep = ["llm", "quantity", "name", "mean", "lower", "upper", "observed", "n_answered", "estimator"]
         table = pd.concat([table, full[keep]], ignore_index=True)
     write_file_atomically(args.out, lambda partial: table.to_csv(partial, index=False))
     print(table.round(3).to_string(index=False, max_rows=40))

@@ -188,6 +188,18 @@ def test_non_numeric_values_are_named():
     assert "2 non-numeric value(s)" in problems_of(info) and "'yes'" in problems_of(info)
 
 
+@pytest.mark.parametrize("response_type", [None, "continuous", "graded"])
+def test_infinite_values_are_named_and_never_binarized_or_typed(response_type):
+    """lm-evaluation-harness logs ``Infinity`` where a metric could not be computed."""
+    table = LONG.assign(correct=[1, 0, np.inf, 1, -np.inf])
+    options = {"binarize": 0.5} if response_type is None else {"response_type": response_type}
+    with pytest.raises(ResponseDataError) as info:
+        load_responses(table, item_metadata=META, **options)
+    text = problems_of(info)
+    assert "2 value(s) are infinite" in text and "=inf" in text and "=-inf" in text
+    assert "categories" not in text and "outside" not in text  # no type check on an infinite cell
+
+
 def test_items_without_metadata_and_metadata_without_items():
     meta = pd.DataFrame({"item": ["q1", "q9"], "benchmark": ["MATH", "MATH"]})
     with pytest.raises(ResponseDataError) as info:

@@ -493,6 +493,28 @@ def test_lm_eval_and_opencompass_fixtures_equal_their_own_aggregates():
         assert 100 * row[items].mean() == pytest.approx(accuracy)
 
 
+def test_real_lm_eval_runs_are_read_cell_by_cell_and_a_lower_is_better_metric_is_refused():
+    """Two real lm-evaluation-harness 0.4.8 runs, unchanged: TruthfulQA (generation) with its
+    results file renamed by its authors, and a task scored by mean absolute error."""
+    import json
+
+    folder = FIXTURES / "lm_eval_real" / "truthfulqa_gen"
+    samples = next(folder.rglob("samples_truthfulqa_gen_*.jsonl"))
+    results = json.loads(next(folder.rglob("truthfulqa_gen_neo125_*.json")).read_text())
+    records = [json.loads(line) for line in samples.read_text().splitlines()]
+    for metric in ("bleu_acc", "rouge1_acc", "rouge2_acc", "rougeL_acc"):
+        m = load_responses(folder, metric=metric)
+        assert list(m.llms) == [results["model_name"]]  # from the renamed file of the samples' date
+        assert m.n_items == len(records) == results["n-samples"]["truthfulqa_gen"]["effective"]
+        cells = m.data.sel(llm=results["model_name"]).to_series()
+        assert {i: cells[f"truthfulqa_gen:{r['doc_id']}"] for i, r in enumerate(records)} == {
+            i: r[metric] for i, r in enumerate(records)
+        }
+        assert cells.mean() == pytest.approx(results["results"]["truthfulqa_gen"][f"{metric},none"])
+    with pytest.raises(ResponseDataError, match=r"marks 'mae' lower-is-better .*\(the task has none\)"):
+        load_responses(FIXTURES / "lm_eval_real" / "polymer", metric="mae")
+
+
 def test_lm_eval_reruns_newest_by_default_and_run_chooses_by_date(tmp_path):
     import json
 

@@ -32,6 +32,7 @@ the file and line.
 from __future__ import annotations
 
 import functools
+import glob
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -250,6 +251,11 @@ def read_lm_eval(
     log of that date, else the error lists the dates each has. A mapping task → date chooses
     per task (tasks it does not name take their newest log; a task it names that no model
     logged is an error).
+
+    A results file renamed after the run (``<anything>_<date>.json`` with the samples' date)
+    still names the model. A metric the results file marks ``higher_is_better: false`` (an
+    error such as ``mae``, a perplexity) is refused: item response models read a higher score
+    as a better answer.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -298,6 +304,14 @@ def read_lm_eval(
         named = {str(m) for _, r in records if isinstance(r.get("metrics"), list) for m in r["metrics"]}
         numbers = {k for _, r in records for k, v in r.items() if _scalar(v) is not None} - {"doc_id"}
         offered = sorted(named or numbers)  # 0.4.3+ names its metrics in each sample
+        if log.higher_is_better.get(task_metric) is False:
+            better = sorted(m for m, higher in log.higher_is_better.items() if higher)
+            problems.append(
+                f"{where}: task {task!r}: its results file marks {task_metric!r} lower-is-better "
+                "(higher_is_better: false), and item response models read a higher score as a "
+                f"better answer; choose a higher-is-better metric ({better or 'the task has none'})"
+            )
+            continue
         read[task] = (
             f"metric {task_metric!r}" + (f", filter {chosen!r}" if chosen else "") + f" ({log.variant}; "
             f"metrics logged: {offered}" + (f"; filters: {filters}" if len(filters) > 1 else "") + ")"
@@ -358,6 +372,7 @@ class _SampleLog:
     groups: dict[str, str]
     records: Callable[[], list[tuple[int, Any]]]
     variant: str
+    higher_is_better: dict[str, bool]
 
 
 def _sample_logs(folder: Path, run: str | Mapping[str, str] | None = None) -> list[_SampleLog]:
@@ -394,14 +409,14 @@ def _sample_logs(folder: Path, run: str | Mapping[str, str] | None = None) -> li
         raise ResponseDataError([*problems, "run= must name one log per model and task"], source=str(folder))
     logs = []
     for (model_dir, task), (file, n_runs, date) in chosen.items():
-        model, groups = _lm_eval_results(model_dir, folder, _SAMPLES_FILE.match(file.name))
+        model, groups, better = _lm_eval_results(model_dir, folder, _SAMPLES_FILE.match(file.name))
         reader = functools.partial(_json_lines, file)
         variant = "0.4.3+ samples_<task>_<date>.jsonl" + (
             f"; {file.name} of {n_runs} runs ({'run=' + repr(date) if date else 'newest'})"
             if n_runs > 1
             else ""
         )
-        logs.append(_SampleLog(model, task, file, groups, reader, variant))
+        logs.append(_SampleLog(model, task, file, groups, reader, variant, better.get(task, {})))
     return logs
 
 
@@ -423,6 +438,7 @@ def _array_logs(folder: Path) -> list[_SampleLog]:
         groups = {
             str(m): str(g) for g, members in (results.get("group_subtasks") or {}).items() for m in members
         }
+        better = _higher_is_better(results)
         for task, task_config in (results.get("configs") or {}).items():
             file = results_file.parent / f"{prefix}_{task}.jsonl"
             if file.is_file():
@@ -432,7 +448,9 @@ def _array_logs(folder: Path) -> list[_SampleLog]:
                 ]
                 reader = functools.partial(_array_records, file, names)
                 variant = "0.4.0-0.4.2 <model_args>_<task>.jsonl arrays"
-                logs.append(_SampleLog(model, str(task), file, groups, reader, variant))
+                logs.append(
+                    _SampleLog(model, str(task), file, groups, reader, variant, better.get(str(task), {}))
+                )
     return logs
 
 
@@ -465,23 +483,52 @@ def _array_records(file: Path, filter_names: list[str]) -> list[tuple[int, Any]]
 
 def _lm_eval_results(
     model_dir: Path, root: Path, samples: re.Match | None = None
-) -> tuple[str, dict[str, str]]:
-    """The model name and the task → parent-group map from a model folder's results file.
+) -> tuple[str, dict[str, str], dict[str, dict[str, bool]]]:
+    """The model name, the task → parent-group map and :func:`_higher_is_better` of a run.
 
-    The one of the same date as the ``samples`` log when it exists, else the newest.
+    From the results file of the same date as the ``samples`` log: ``results_<date>.json``,
+    else a renamed ``<anything>_<date>.json`` that holds ``results``; else the newest
+    ``results_*.json``.
     """
-    results = sorted(model_dir.glob("results_*.json"))
     fallback = str(model_dir.relative_to(root)) if model_dir != root else model_dir.name
-    if not results:
-        return fallback, {}
-    same_run = [r for r in results if samples is not None and r.stem == f"results_{samples['date']}"]
-    data = _json_file((same_run or results)[-1])
+    data = None
+    if samples is not None:
+        date = samples["date"]
+        named = model_dir / f"results_{date}.json"
+        if named.is_file():
+            data = _json_file(named)
+        else:
+            for candidate in sorted(model_dir.glob(f"*_{glob.escape(date)}.json")):
+                try:
+                    found = _json_file(candidate)
+                except ResponseDataError:  # another file of that date, not the results
+                    continue
+                if isinstance(found, dict) and isinstance(found.get("results"), dict):
+                    data = found
+                    break
+    if data is None:
+        results = sorted(model_dir.glob("results_*.json"))
+        if not results:
+            return fallback, {}, {}
+        data = _json_file(results[-1])
     name = data.get("model_name") or fallback
     parent = {}
     for group, members in (data.get("group_subtasks") or {}).items():
         for member in members:
             parent[str(member)] = str(group)
-    return str(name), parent
+    return str(name), parent, _higher_is_better(data)
+
+
+def _higher_is_better(results: Any) -> dict[str, dict[str, bool]]:
+    """A results file's ``higher_is_better`` (task → metric → bool); empty where absent."""
+    table = results.get("higher_is_better") if isinstance(results, dict) else None
+    if not isinstance(table, dict):
+        return {}
+    return {
+        str(task): {str(m): flag for m, flag in metrics.items() if isinstance(flag, bool)}
+        for task, metrics in table.items()
+        if isinstance(metrics, dict)
+    }
 
 
 def _top_group(task: str, parent: dict[str, str]) -> str:

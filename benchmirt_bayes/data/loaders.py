@@ -19,7 +19,13 @@ import pandas as pd
 import xarray as xr
 
 from benchmirt_bayes.data import harness_formats
-from benchmirt_bayes.data.responses import ITEM_DIM, LLM_DIM, ResponseMatrix, value_problems
+from benchmirt_bayes.data.responses import (
+    ITEM_DIM,
+    LLM_DIM,
+    ResponseMatrix,
+    infinite_value_problems,
+    value_problems,
+)
 from benchmirt_bayes.data.tables import (
     TableLike,
     looks_numeric,
@@ -520,7 +526,9 @@ def from_wide_frame(
     if bad:
         cells = [f"({llms[r]}, {items[c]})={scores.iat[r, c]!r}" for r, c in bad[:10]]
         problems.append(f"{len(bad)} non-numeric value(s): " + ", ".join(cells))
-    array = values
+    infinite = infinite_value_problems(values, llms, items)
+    problems.extend(infinite)
+    array = np.where(np.isinf(values), np.nan, values) if infinite else values
     if binarize is not None:
         array = np.where(np.isnan(array), np.nan, (array >= binarize).astype(float))
     meta, meta_problems = _item_metadata(items, item_metadata, item_col, benchmark, subgroup_col)

@@ -491,6 +491,10 @@ def _validated(data: xr.DataArray) -> xr.DataArray:
         values = np.asarray(data.values, dtype=float)
     except (TypeError, ValueError):
         raise ResponseDataError([*problems, "values are not numeric"]) from None
+    infinite = infinite_value_problems(values, data[LLM_DIM].values, data[ITEM_DIM].values)
+    if infinite:  # named once here, and kept out of the type checks below (no 'inf categories')
+        problems.extend(infinite)
+        values = np.where(np.isinf(values), np.nan, values)
     if TYPE_COORD in data.coords:
         data, type_problems = _typed_coords(data, values)
         problems.extend(type_problems)
@@ -599,6 +603,25 @@ def typed_value_problems(
         )
     problems.extend(value_problems(np.where(observed, 0.0, np.nan), llms, items))
     return problems
+
+
+def infinite_value_problems(values: np.ndarray, llms: np.ndarray, items: np.ndarray) -> list[str]:
+    """Infinite scores, named by cell: no response type has them, and ``binarize`` must not see them.
+
+    Harnesses write them where a per-sample metric could not be computed (lm-evaluation-harness
+    logs ``"mae": Infinity`` for an answer it cannot parse as a number).
+    """
+    infinite = np.isinf(values)
+    if not infinite.any():
+        return []
+    rows, cols = np.nonzero(infinite)
+    cells = [f"({llms[r]}, {items[c]})={values[r, c]}" for r, c in zip(rows[:10], cols[:10], strict=True)]
+    return [
+        f"{int(infinite.sum())} value(s) are infinite: {', '.join(cells)}"
+        + (" …" if infinite.sum() > 10 else "")
+        + " — a score the evaluation could not compute (for example an answer it could not parse); "
+        "leave those cells empty (missing) or give them a finite score"
+    ]
 
 
 def value_problems(values: np.ndarray, llms: np.ndarray, items: np.ndarray) -> list[str]:
