@@ -552,6 +552,14 @@ def test_lm_eval_reruns_newest_by_default_and_run_chooses_by_date(tmp_path):
         load_responses(FIXTURES / "helm", run="2024-06-01")
     with pytest.raises(ResponseDataError, match=r"0\.4\.3 and later"):
         load_responses(FIXTURES / "lm_eval_0.4.0", run="2024-06-01")
+    # reruns in another setting (a 5-shot rerun of a 0-shot task) are named, and the newest read
+    for results_file in folder.rglob(f"results_{later}.json"):
+        results = json.loads(results_file.read_text())
+        results["n-shot"]["mmlu_anatomy"] = 5
+        results_file.write_text(json.dumps(results))
+    differ = rf"task 'mmlu_anatomy' in .*runs differ in n-shot \({first}: 0, {later}: 5\)"
+    with pytest.warns(UserWarning, match=differ):
+        assert load_responses(folder, **options).data.equals(newest.data)
 
 
 def test_info_names_the_rerun_it_reads(tmp_path, capsys):

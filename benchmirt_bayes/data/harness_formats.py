@@ -35,6 +35,7 @@ import functools
 import glob
 import json
 import re
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -252,10 +253,11 @@ def read_lm_eval(
     per task (tasks it does not name take their newest log; a task it names that no model
     logged is an error).
 
-    A results file renamed after the run (``<anything>_<date>.json`` with the samples' date)
-    still names the model. A metric the results file marks ``higher_is_better: false`` (an
-    error such as ``mae``, a perplexity) is refused: item response models read a higher score
-    as a better answer.
+    Reruns whose results files give the task different ``n-shot`` (a 5-shot rerun of a 0-shot
+    run) are named in a warning. A results file renamed after the run (``<anything>_<date>.json``
+    with the samples' date) still names the model. A metric the results file marks
+    ``higher_is_better: false`` (an error such as ``mae``, a perplexity) is refused: item
+    response models read a higher score as a better answer.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -409,6 +411,16 @@ def _sample_logs(folder: Path, run: str | Mapping[str, str] | None = None) -> li
         raise ResponseDataError([*problems, "run= must name one log per model and task"], source=str(folder))
     logs = []
     for (model_dir, task), (file, n_runs, date) in chosen.items():
+        shots = _shots_differ(model_dir, task, runs[model_dir, task]) if n_runs > 1 and date is None else None
+        if shots:
+            where = model_dir.relative_to(folder) if model_dir != folder else folder.name
+            listed = ", ".join(f"{d}: {n}" for d, n in shots.items())
+            warnings.warn(
+                f"lm_eval task {task!r} in {where}: its {n_runs} runs differ in n-shot ({listed}); "
+                f"the newest is read ({file.name}); pass run= (a date) to choose another",
+                UserWarning,
+                stacklevel=4,
+            )
         model, groups, better = _lm_eval_results(model_dir, folder, _SAMPLES_FILE.match(file.name))
         reader = functools.partial(_json_lines, file)
         variant = "0.4.3+ samples_<task>_<date>.jsonl" + (
@@ -491,21 +503,7 @@ def _lm_eval_results(
     ``results_*.json``.
     """
     fallback = str(model_dir.relative_to(root)) if model_dir != root else model_dir.name
-    data = None
-    if samples is not None:
-        date = samples["date"]
-        named = model_dir / f"results_{date}.json"
-        if named.is_file():
-            data = _json_file(named)
-        else:
-            for candidate in sorted(model_dir.glob(f"*_{glob.escape(date)}.json")):
-                try:
-                    found = _json_file(candidate)
-                except ResponseDataError:  # another file of that date, not the results
-                    continue
-                if isinstance(found, dict) and isinstance(found.get("results"), dict):
-                    data = found
-                    break
+    data = _run_results(model_dir, samples["date"]) if samples is not None else None
     if data is None:
         results = sorted(model_dir.glob("results_*.json"))
         if not results:
@@ -517,6 +515,35 @@ def _lm_eval_results(
         for member in members:
             parent[str(member)] = str(group)
     return str(name), parent, _higher_is_better(data)
+
+
+def _run_results(model_dir: Path, date: str) -> dict | None:
+    """The results file of the run of ``date``, read; ``None`` when there is none.
+
+    ``results_<date>.json``, else a renamed ``<anything>_<date>.json`` that holds ``results``.
+    """
+    named = model_dir / f"results_{date}.json"
+    if named.is_file():
+        return _json_file(named)
+    for candidate in sorted(model_dir.glob(f"*_{glob.escape(date)}.json")):
+        try:
+            found = _json_file(candidate)
+        except ResponseDataError:  # another file of that date, not the results
+            continue
+        if isinstance(found, dict) and isinstance(found.get("results"), dict):
+            return found
+    return None
+
+
+def _shots_differ(model_dir: Path, task: str, dates: Iterable[str]) -> dict[str, Any] | None:
+    """Each run's ``n-shot`` of ``task`` (date → shots) when the runs differ in it, else ``None``."""
+    shots = {}
+    for date in dates:
+        results = _run_results(model_dir, date) if date else None
+        table = results.get("n-shot") if isinstance(results, dict) else None
+        shots[date] = table.get(task) if isinstance(table, dict) else None
+    known = {json.dumps(v) for v in shots.values() if v is not None}
+    return shots if len(known) > 1 else None
 
 
 def _higher_is_better(results: Any) -> dict[str, dict[str, bool]]:
