@@ -395,6 +395,38 @@ def test_details_as_downloaded_and_as_lighteval_writes_them(tmp_path):
         load_responses(tmp_path, metric="pqem")
 
 
+def test_lighteval_details_without_a_suite_and_as_git_lfs_pointers(tmp_path):
+    """lighteval since its PR #1038 (November 2025) names details ``details_<task>|<shots>_<date>``;
+    its own reference details are committed as Git LFS pointers."""
+    stamp = "2025-11-05T14-43-47.148527"
+    details = pd.DataFrame(
+        {
+            "doc": [{"query": "Q1"}, {"query": "Q2"}, {"query": "Q3"}],
+            "model_response": [{"text": ["A"]}, {"text": ["B"]}, {"text": ["C"]}],
+            "metric": [{"acc": 1.0}, {"acc": 0.0}, {"acc": 1.0}],
+        }
+    )
+    org_model = tmp_path / "out" / "details" / "HuggingFaceTB" / "SmolLM2-1.7B-Instruct" / stamp
+    _write_parquet(org_model / f"details_mmlu:college_chemistry|5_{stamp}.parquet", details)
+    no_org = tmp_path / "out" / "details" / "gpt2" / stamp
+    _write_parquet(no_org / f"details_gsm8k_test|0_{stamp}.parquet", details)
+    assert detect_format(tmp_path / "out") == "oll_details"
+    m = load_responses(tmp_path / "out")
+    assert set(m.llms) == {"HuggingFaceTB/SmolLM2-1.7B-Instruct", "gpt2"}
+    assert m.data["benchmark"].to_series()["mmlu:college_chemistry:1"] == "mmlu"
+    assert m.data.sel(llm="gpt2", item="gsm8k_test:1").item() == 0
+    # as lighteval's repository holds them (tests/reference_details/<run>/, commit 3fd15266)
+    pointers = tmp_path / "reference_details" / "SmolLM2-1.7B-Instruct-transformers"
+    pointers.mkdir(parents=True)
+    for task in ("arc:challenge|25", "gsm8k_test|0"):
+        (pointers / f"details_{task}_{stamp}.parquet").write_text(
+            "version https://git-lfs.github.com/spec/v1\n"
+            "oid sha256:ef968329bee498b3387ec8df3677ca9bbac72e90599efbe7f78db23f4227b2f6\nsize 21785\n"
+        )
+    with pytest.raises(ResponseDataError, match=r"2 file\(s\) are Git LFS pointers.*git lfs pull"):
+        load_responses(tmp_path / "reference_details")
+
+
 def test_inspect_logs_as_published_equal_their_own_accuracy():
     """Real Inspect AI logs (.eval archives and a .json log) from inspect_ai's own test data."""
     import json

@@ -570,8 +570,9 @@ def _top_group(task: str, parent: dict[str, str]) -> str:
 _V2_CONFIG = re.compile(r"^(?P<model>.+?__.+?)__leaderboard_(?P<task>[A-Za-z0-9_]+)$")
 _V1_CONFIG = re.compile(r"^harness_(?P<task>.+)_(?P<shots>\d+)$")
 _V1_MODEL = re.compile(r"^(?:details_)?(?P<model>[^/]+?__[^/]+?)$")
-_DETAILS_FILE = re.compile(r"^details_(?P<suite>[^|]+)\|(?P<task>[^|]+)\|(?P<shots>\d+)_(?P<date>.+)$")
-"""A details file as downloaded or as lighteval writes it: ``details_<suite>|<task>|<shots>_<date>``."""
+_DETAILS_FILE = re.compile(r"^details_(?:(?P<suite>[^|]+)\|)?(?P<task>[^|]+)\|(?P<shots>\d+)_(?P<date>.+)$")
+"""A details file as downloaded or as lighteval writes it: ``details_<suite>|<task>|<shots>_<date>``
+(lighteval since November 2025 without the suite: ``details_<task>|<shots>_<date>``)."""
 V2_FAMILIES = ("mmlu_pro", "bbh", "gpqa", "math", "musr", "ifeval")
 V2_METRICS = {
     "bbh": "acc_norm",
@@ -590,8 +591,10 @@ def oll_config(path: Path) -> tuple[str, str | None, str] | None:
     The version is ``v2`` (``<org>__<model>__leaderboard_<task>`` configs), ``v1``
     (``harness_<task>_<shots>`` configs, or ``details_harness|<task>|<shots>_<date>`` files as
     the leaderboard's details repositories hold them, under ``details_<org>__<model>``) or
-    ``lighteval`` (``details_<suite>|<task>|<shots>_<date>`` files under
-    ``details/<org>/<model>/<timestamp>/``, as lighteval's ``--save-details`` writes them).
+    ``lighteval`` (``details_<suite>|<task>|<shots>_<date>`` files, since lighteval's PR #1038
+    of November 2025 ``details_<task>|<shots>_<date>``, under ``details/<org>/<model>/<timestamp>/``
+    or, for a model without an organisation, ``details/<model>/<timestamp>/``, as lighteval's
+    ``--save-details`` writes them).
     """
     if match := _DETAILS_FILE.match(path.stem):
         version = "v1" if match["suite"] == "harness" else "lighteval"
@@ -599,6 +602,8 @@ def oll_config(path: Path) -> tuple[str, str | None, str] | None:
         parents = path.parents
         if model is None and len(parents) > 3 and parents[3].name == "details":
             model = f"{parents[2].name}__{parents[1].name}"
+        elif model is None and len(parents) > 2 and parents[2].name == "details":
+            model = parents[1].name
         return version, model, match["task"]
     for part in (path.stem, *(p.name for p in path.parents)):
         if match := _V2_CONFIG.match(part):
@@ -658,7 +663,8 @@ def read_oll_details(
     for file, (version, model, task) in configs:
         if model is None:
             problems.append(
-                f"{file}: cannot tell the model (v1 files sit in a details_<org>__<model> folder)"
+                f"{file}: cannot tell the model (the leaderboard's files sit in a "
+                "details_<org>__<model> folder, lighteval's in details/<org>/<model>/<timestamp>/)"
             )
             continue
         benchmark, subgroup = _oll_benchmark(version, task)
