@@ -66,6 +66,7 @@ def summarise(tree, name: str, method: str, seconds: float) -> tuple[dict, pd.Da
         or "none",
         "seconds_per_fit": round(float(reps["seconds"].median()), 1),
         "minutes": round(seconds / 60, 1),
+        "fits_failed": int(reps["failed"].sum()),
     }
     if method == "nuts":
         row["fits_with_divergences"] = int((reps["divergences"] > 0).sum())

@@ -118,6 +118,36 @@ def test_a_small_calibration_run_records_ranks_and_fit_diagnostics(method):
     assert len([ax for ax in fig.axes if ax.get_visible()]) == len(sbc.data_vars)
 
 
+def test_a_failed_fit_is_recorded_and_the_run_goes_on(monkeypatch):
+    from benchmirt_bayes.workflows import sbc as workflow
+
+    calls = []
+    sample = workflow.sample_model
+
+    def second_fails(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise FloatingPointError("ADVI diverged (a NaN ELBO) at learning rates 0.02, 0.005")
+        return sample(*args, **kwargs)
+
+    monkeypatch.setattr(workflow, "sample_model", second_fails)
+    setting = SbcSetting(n_llms=10, items_per_benchmark=4, n_benchmarks=2, n_dims=1)
+    with pytest.warns(RuntimeWarning, match=r"SBC nuts: replication 1 failed: ADVI diverged"):
+        tree = simulation_based_calibration(
+            setting,
+            n_replications=3,
+            seed=4,
+            n_ranks=20,
+            progressbar=False,
+            nuts={"chains": 2, "tune": 50, "draws": 50},
+        )
+    reps = tree["replications"].to_dataset()
+    assert reps["failed"].values.tolist() == [False, True, False]
+    assert tree.attrs["failed_fits"] == 1 and tree.attrs["n_replications"] == 3
+    assert all(v.sizes["draw"] == 2 for v in tree[SBC_GROUP].to_dataset().data_vars.values())
+    assert (sbc_uniformity(tree)["replications"] == 2).all()
+
+
 def test_a_calibration_setting_refuses_nonsense():
     with pytest.raises(ValueError, match="n_llms"):
         SbcSetting(n_llms=2)

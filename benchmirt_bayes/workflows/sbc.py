@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -213,8 +214,11 @@ def simulation_based_calibration(
         ``prior_sbc``: normalised ranks of every monitored quantity, dims ``(chain, draw, …)``
         with one chain and a draw per replication (the layout of ``simuk``, read by
         ``arviz_plots.plot_ecdf_pit``); ``replications``: per replication its seconds, NUTS
-        divergences and largest R-hat of the monitored quantities, or ADVI's Pareto k̂.
-        The attrs hold the setting, the method, the fit settings and the seed.
+        divergences and largest R-hat of the monitored quantities, or ADVI's Pareto k̂, and
+        whether the fit ``failed`` (a ``FloatingPointError``, such as ADVI's NaN ELBO at every
+        learning rate; warned about). A failed fit leaves no ranks: the ranks are those of
+        the fits that succeeded, and a setting with failed fits is not calibrated as a whole.
+        The attrs hold the setting, the method, the fit settings, the seed and ``failed_fits``.
 
     """
     setting = SbcSetting() if setting is None else setting
@@ -264,7 +268,12 @@ def _run(
         set_observations(shared, observed_values(fresh))  # one compiled model for every replication
         fit_seed = int(rng.integers(2**31))
         start = time.perf_counter()
-        raw = sample_model(shared, responses, settings, fit_seed, nutpie_model=nutpie_model)
+        try:
+            raw = sample_model(shared, responses, settings, fit_seed, nutpie_model=nutpie_model)
+        except FloatingPointError as error:  # a fit that fails is a result of the run, not its end
+            records.append({"seconds": time.perf_counter() - start, "failed": True})
+            warnings.warn(f"SBC {method}: replication {r} failed: {error}", RuntimeWarning, stacklevel=3)
+            continue
         seconds = time.perf_counter() - start
         draws = raw.posterior.stack(sample=("chain", "draw")).transpose("sample", ...)
         keep = np.linspace(0, draws.sizes["sample"] - 1, n_ranks).round().astype(int)
@@ -272,7 +281,7 @@ def _run(
         true = monitored_quantities({n: truth[n][None] for n in names}, picks)
         for name, values in fitted.items():
             ranks.setdefault(name, []).append(normalised_ranks(values, true[name][0], rng))
-        record = {"seconds": seconds}
+        record = {"seconds": seconds, "failed": False}
         if method == "nuts":
             record["divergences"] = (
                 int(raw.sample_stats["diverging"].sum()) if "diverging" in raw.sample_stats else 0
@@ -317,6 +326,7 @@ def _tree(
         "seed": seed,
         "n_ranks": n_ranks,
         "n_replications": len(records),
+        "failed_fits": int(table["failed"].sum()),
         "pareto_k_threshold": pareto_k_threshold(PARETO_K_SAMPLES),
         "benchmirt_bayes_version": version("benchmirt_bayes"),
         "pymc_version": version("pymc"),
