@@ -355,6 +355,27 @@ def test_lm_eval_0_4_0_array_logs_equal_their_own_results_json():
             assert means["gsm8k"] == pytest.approx(results["results"]["gsm8k"][f"exact_match,{chosen}"])
 
 
+@pytest.mark.parametrize("version", ["v0.4.0", "v0.4.1", "v0.4.2"])
+def test_lm_eval_0_4_0_to_0_4_2_as_the_harness_itself_wrote_them(version):
+    import json
+
+    folder = FIXTURES / "lm_eval_0.4_written" / version
+    metric = {"tiny_mc": "acc", "tiny_gen": "exact_match"}
+    assert detect_format(folder) == "lm_eval"
+    with pytest.raises(ResponseDataError, match=r"once per filter \['strict-match', 'flexible-extract'\]"):
+        load_responses(folder, metric=metric)
+    for chosen in ("strict-match", "flexible-extract"):
+        m = load_responses(folder, metric=metric, filter={"tiny_gen": chosen})
+        assert m.n_items == 22 and m.is_binary
+        assert set(m.llms) == {"scripted-org/model-1", "scripted-org/model-2"}
+        for results_file in folder.rglob("results.json"):
+            results = json.loads(results_file.read_text())
+            llm = dict(p.split("=") for p in results["config"]["model_args"].split(","))["pretrained"]
+            means = m.data.sel(llm=llm).to_series().groupby(m.data["subgroup"].values).mean()
+            assert means["tiny_mc"] == pytest.approx(results["results"]["tiny_mc"]["acc,none"])
+            assert means["tiny_gen"] == pytest.approx(results["results"]["tiny_gen"][f"exact_match,{chosen}"])
+
+
 def test_details_as_downloaded_and_as_lighteval_writes_them(tmp_path):
     def harness(values):
         return pd.DataFrame(
