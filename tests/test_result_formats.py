@@ -362,8 +362,13 @@ def test_lm_eval_0_4_0_to_0_4_2_as_the_harness_itself_wrote_them(version):
     folder = FIXTURES / "lm_eval_0.4_written" / version
     metric = {"tiny_mc": "acc", "tiny_gen": "exact_match"}
     assert detect_format(folder) == "lm_eval"
-    with pytest.raises(ResponseDataError, match=r"once per filter \['strict-match', 'flexible-extract'\]"):
+    with pytest.raises(ResponseDataError) as refused:
         load_responses(folder, metric=metric)
+    said = [line for line in str(refused.value).splitlines() if "once per filter" in line]
+    assert len(said) == 1 and "['strict-match', 'flexible-extract']" in said[0]  # once, naming both files
+    assert "in 2 file(s)" in said[0] and "model-1/" in said[0] and "model-2/" in said[0]
+    with pytest.raises(ResponseDataError, match=r"task 'tiny_gen' has no filter 'none' \(its filters"):
+        load_responses(folder, metric=metric, filter={"tiny_gen": "none"})
     for chosen in ("strict-match", "flexible-extract"):
         m = load_responses(folder, metric=metric, filter={"tiny_gen": chosen})
         assert m.n_items == 22 and m.is_binary

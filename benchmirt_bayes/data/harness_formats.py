@@ -295,23 +295,25 @@ def read_lm_eval(
         filters = list(dict.fromkeys(r.get("filter") for _, r in records if isinstance(r, dict)))
         chosen = _task_setting(filter, task)
         if chosen is None and len(filters) > 1:
-            problems.append(
-                f"{file.name}: task {task!r} logs each doc once per filter {filters}; pass "
-                f"filter= (one of them, or a task → filter mapping)"
+            grouped.add(
+                f"task {task!r} logs each doc once per filter {filters}; pass "
+                f"filter= (one of them, or a task → filter mapping)",
+                where,
             )
             continue
         if chosen is not None and chosen not in filters:
-            problems.append(f"{file.name}: no filter {chosen!r} (filters: {filters})")
+            grouped.add(f"task {task!r} has no filter {chosen!r} (its filters: {filters})", where)
             continue
         named = {str(m) for _, r in records if isinstance(r.get("metrics"), list) for m in r["metrics"]}
         numbers = {k for _, r in records for k, v in r.items() if _scalar(v) is not None} - {"doc_id"}
         offered = sorted(named or numbers)  # 0.4.3+ names its metrics in each sample
         if log.higher_is_better.get(task_metric) is False:
             better = sorted(m for m, higher in log.higher_is_better.items() if higher)
-            problems.append(
-                f"{where}: task {task!r}: its results file marks {task_metric!r} lower-is-better "
+            grouped.add(
+                f"task {task!r}: its results file marks {task_metric!r} lower-is-better "
                 "(higher_is_better: false), and item response models read a higher score as a "
-                f"better answer; choose a higher-is-better metric ({better or 'the task has none'})"
+                f"better answer; choose a higher-is-better metric ({better or 'the task has none'})",
+                where,
             )
             continue
         read[task] = (
