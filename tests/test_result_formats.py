@@ -551,6 +551,30 @@ def test_lm_eval_and_opencompass_fixtures_equal_their_own_aggregates():
         assert 100 * row[items].mean() == pytest.approx(accuracy)
 
 
+def test_opencompass_0_5_4_as_it_wrote_them():
+    """Work folders written by OpenCompass 0.5.4 itself: generated and perplexity-ranked multiple
+    choice (``correct`` as ``[true]``; ``type: PPL`` details OpenCompass formats itself) and
+    ``AccwithDetailsEvaluator``'s ``is_correct``; a default-evaluator dataset has ``GEN`` details
+    without any correctness, which is refused naming every file."""
+    import json
+
+    folder = FIXTURES / "opencompass_written"
+    m = load_responses(folder / "details")
+    assert set(m.llms) == {"scripted-1", "scripted-2"}
+    assert set(m.benchmark_names) == {"tiny_mcq_gen", "tiny_mcq_ppl", "tiny_qa"} and m.n_items == 34
+    results = sorted((folder / "details").rglob("results/*/*.json"))
+    assert len(results) == 6
+    for result_file in results:
+        row = m.data.sel(llm=result_file.parent.name).to_series()
+        items = [i for i in row.index if i.startswith(f"{result_file.stem}:")]
+        assert 100 * row[items].mean() == pytest.approx(json.loads(result_file.read_text())["accuracy"])
+    with pytest.raises(ResponseDataError) as refused:
+        load_responses(folder / "no_details")
+    (line,) = refused.value.problems
+    assert "type 'GEN'" in line and "AccwithDetailsEvaluator" in line and "in 2 file(s)" in line
+    assert "scripted-1/tiny_qa.json" in line and "scripted-2/tiny_qa.json" in line
+
+
 def test_real_lm_eval_runs_are_read_cell_by_cell_and_a_lower_is_better_metric_is_refused():
     """Two real lm-evaluation-harness 0.4.8 runs, unchanged: TruthfulQA (generation) with its
     results file renamed by its authors, and a task scored by mean absolute error."""

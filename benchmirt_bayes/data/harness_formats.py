@@ -938,6 +938,12 @@ _JUDGE_RESULT_KEYS = ("attempted_ratio", "correct_count")
 """Keys of a result scored by an LLM judge (``generic_llmjudge_postprocess``): its details are
 the judge's raw outputs, graded ``A`` (correct) or ``B``."""
 _SUBJECTIVE_MARK = "_judged-by--"
+_UNSCORED_DETAILS = (
+    "details OpenCompass formatted itself (type 'GEN': each example's prediction and reference) "
+    "because the dataset's evaluator recorded no per-example correctness, only the dataset's "
+    "score; evaluate it with an evaluator that records each example's correctness (such as "
+    "AccwithDetailsEvaluator) or leave the dataset out"
+)
 
 
 def read_opencompass(
@@ -952,7 +958,9 @@ def read_opencompass(
     list, or a judge's grade letter ``A``/``B``), a cascade's ``llm_evaluation`` /
     ``rule_evaluation``, or, for results an LLM judge scored, the first ``A`` or ``B`` in the
     judge's output (``A`` is correct). Results without ``details`` (run without
-    ``--dump-eval-details``) are errors; subjective evaluations (``<model>_judged-by--<judge>``
+    ``--dump-eval-details``) are errors, and so are ``GEN`` details OpenCompass formats itself
+    when the evaluator records no per-example correctness (predictions and references only);
+    subjective evaluations (``<model>_judged-by--<judge>``
     folders: pairwise comparisons and free-text grades) are refused, naming them.
     """
     folder = Path(folder)
@@ -977,11 +985,10 @@ def read_opencompass(
     grouped = _GroupedProblems()
     for (model, dataset), file in newest.items():
         result = _json_file(file)
+        where = str(file.relative_to(folder))
         details = result.get("details") if isinstance(result, dict) else None
         if details is None:
-            grouped.add(
-                "no 'details' (run OpenCompass with --dump-eval-details)", str(file.relative_to(folder))
-            )
+            grouped.add("no 'details' (run OpenCompass with --dump-eval-details)", where)
             continue
         judged = any(key in result for key in _JUDGE_RESULT_KEYS)
         read[dataset] = (
@@ -992,11 +999,14 @@ def read_opencompass(
             if isinstance(details, list)
             else [(k, v) for k, v in details.items() if str(k).isdigit()]
         )
-        for index, detail in entries:
-            value = _opencompass_correct(detail, judged)
+        values = [_opencompass_correct(detail, judged) for _, detail in entries]
+        if isinstance(details, dict) and details.get("type") == "GEN" and all(v is None for v in values):
+            grouped.add(_UNSCORED_DETAILS, where)
+            continue
+        for (index, _), value in zip(entries, values, strict=True):
             if value is None:
                 grouped.add(
-                    "examples whose details hold no correctness OpenCompass defines", file.name, int(index)
+                    "examples whose details hold no correctness OpenCompass defines", where, int(index)
                 )
                 continue
             item = f"{dataset}:{index}"
