@@ -575,6 +575,37 @@ def test_opencompass_0_5_4_as_it_wrote_them():
     assert "scripted-1/tiny_qa.json" in line and "scripted-2/tiny_qa.json" in line
 
 
+def test_lighteval_0_13_as_it_wrote_them_each_row_by_its_document():
+    """Details and results written by lighteval 0.13.0 itself: the rows are not in document
+    order, so each cell must come from the row whose ``doc.id`` names it."""
+    import json
+
+    folder = FIXTURES / "lighteval_written" / "out"
+    assert detect_format(folder) == "oll_details"
+    with pytest.raises(ResponseDataError) as refused:
+        load_responses(folder)  # tiny_gen scores exact match ('em'), not 'acc'
+    (line,) = refused.value.problems
+    assert "task 'tiny_gen': no metric 'acc'" in line and "['em']" in line and "in 2 file(s)" in line
+    metric = {"tiny_mc": "acc", "tiny_gen": "em"}
+    m = load_responses(folder, metric=metric)
+    assert set(m.llms) == {"scripted-org/model-1", "scripted-org/model-2"} and m.n_items == 22
+    out_of_order = 0
+    for details in folder.rglob("details_*.parquet"):
+        llm = f"{details.parents[2].name}/{details.parents[1].name}"
+        task = details.name.removeprefix("details_").split("|")[0]
+        table = pd.read_parquet(details)
+        for position, (doc, scores) in enumerate(zip(table["doc"], table["metric"], strict=True)):
+            assert m.data.sel(llm=llm, item=f"{task}:{doc['id']}").item() == scores[metric[task]]
+            out_of_order += doc["id"] != str(position)
+    assert out_of_order > 0  # the check above would pass by position otherwise
+    for results_file in folder.rglob("results_*.json"):
+        results = json.loads(results_file.read_text())
+        row = m.data.sel(llm=results["config_general"]["model_config"]["model_name"]).to_series()
+        for task, name in metric.items():
+            items = [i for i in row.index if i.startswith(f"{task}:")]
+            assert row[items].mean() == pytest.approx(results["results"][f"{task}|0"][name])
+
+
 def test_real_lm_eval_runs_are_read_cell_by_cell_and_a_lower_is_better_metric_is_refused():
     """Two real lm-evaluation-harness 0.4.8 runs, unchanged: TruthfulQA (generation) with its
     results file renamed by its authors, and a task scored by mean absolute error."""

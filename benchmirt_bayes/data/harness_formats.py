@@ -641,8 +641,9 @@ def read_oll_details(
 
     ``source`` is one file or a folder of them; each file's config (and, for v1, the
     ``details_<org>__<model>`` folder it sits in) says the model and the task. Items are
-    ``<task>:<doc_id>`` (v1 files without ``doc_id``: the row position, the order the
-    harness evaluated the documents in). The metric is ``metric`` (a name, or a mapping
+    ``<task>:<doc_id>``: the ``doc_id`` column, or the ``id`` of lighteval's ``doc`` struct
+    (its rows need not be in document order), else (v1 files) the row position, the order the
+    harness evaluated the documents in. The metric is ``metric`` (a name, or a mapping
     per benchmark or task), by default the one the leaderboard reports
     (:data:`V2_METRICS`; ``acc`` for v1), read from its column or from the ``metrics``
     struct.
@@ -660,6 +661,7 @@ def read_oll_details(
         )
     refuse_git_lfs_pointers([f for f, _ in configs], source)
     rows, problems, meta, read = [], [], {}, {}
+    grouped = _GroupedProblems()
     known = {t for _, (v, _, t) in configs} | {_oll_benchmark(v, t)[0] for _, (v, _, t) in configs}
     problems += _unknown_keys(metric, "metric", known)
     for file, (version, model, task) in configs:
@@ -680,18 +682,33 @@ def read_oll_details(
             continue
         values = _oll_metric(table, name)
         if isinstance(values, str):
-            problems.append(f"{file.name}: {values}")
+            grouped.add(
+                f"task {task!r}: {values}", str(file.relative_to(source)) if file != source else file.name
+            )
             continue
         read[task] = f"metric {name!r} ({version} details; numbers per row: {_oll_offered(table)})"
-        doc_ids = (
-            table["doc_id"].astype(str).tolist() if "doc_id" in table else [str(i) for i in range(len(table))]
-        )
+        doc_ids = _oll_doc_ids(table)
         llm = model.replace("__", "/", 1)
         for doc_id, value in zip(doc_ids, values, strict=True):
             item = f"{task}:{doc_id}"
             rows.append((llm, item, value))
             meta[item] = (benchmark, subgroup)
+    problems += grouped.lines()
     return _finished(rows, meta, read, problems, source)
+
+
+def _oll_doc_ids(table: pd.DataFrame) -> list[str]:
+    """Each row's document id.
+
+    The ``doc_id`` column (the leaderboard's v2 files), the ``id`` in lighteval's ``doc``
+    struct (lighteval 0.13 wrote its rows out of document order), else the
+    row position (the v1 files, in the order the harness evaluated them).
+    """
+    if "doc_id" in table:
+        return table["doc_id"].astype(str).tolist()
+    if "doc" in table and all(isinstance(d, dict) and d.get("id") not in (None, "") for d in table["doc"]):
+        return [str(d["id"]) for d in table["doc"]]
+    return [str(i) for i in range(len(table))]
 
 
 def _oll_offered(table: pd.DataFrame) -> list[str]:
