@@ -355,8 +355,10 @@ def test_lm_eval_0_4_0_array_logs_equal_their_own_results_json():
             assert means["gsm8k"] == pytest.approx(results["results"]["gsm8k"][f"exact_match,{chosen}"])
 
 
-@pytest.mark.parametrize("version", ["v0.4.0", "v0.4.1", "v0.4.2"])
-def test_lm_eval_0_4_0_to_0_4_2_as_the_harness_itself_wrote_them(version):
+@pytest.mark.parametrize("version", ["v0.4.0", "v0.4.1", "v0.4.2", "v0.4.13"])
+def test_lm_eval_runs_as_the_harness_itself_wrote_them(version):
+    """0.4.0-0.4.2 write ``<model_args>_<task>.jsonl`` arrays beside ``results.json``; 0.4.13
+    writes ``samples_<task>_<date>.jsonl`` beside ``results_<date>.json``."""
     import json
 
     folder = FIXTURES / "lm_eval_0.4_written" / version
@@ -364,19 +366,21 @@ def test_lm_eval_0_4_0_to_0_4_2_as_the_harness_itself_wrote_them(version):
     assert detect_format(folder) == "lm_eval"
     with pytest.raises(ResponseDataError) as refused:
         load_responses(folder, metric=metric)
-    said = [line for line in str(refused.value).splitlines() if "once per filter" in line]
-    assert len(said) == 1 and "['strict-match', 'flexible-extract']" in said[0]  # once, naming both files
-    assert "in 2 file(s)" in said[0] and "model-1/" in said[0] and "model-2/" in said[0]
+    (said,) = refused.value.problems  # once for both files, and no advice to pass the metric mapping given
+    assert "once per filter ['strict-match', 'flexible-extract']" in said and "in 2 file(s)" in said
+    assert "model-1" in said and "model-2" in said
     with pytest.raises(ResponseDataError, match=r"task 'tiny_gen' has no filter 'none' \(its filters"):
         load_responses(folder, metric=metric, filter={"tiny_gen": "none"})
     for chosen in ("strict-match", "flexible-extract"):
         m = load_responses(folder, metric=metric, filter={"tiny_gen": chosen})
         assert m.n_items == 22 and m.is_binary
         assert set(m.llms) == {"scripted-org/model-1", "scripted-org/model-2"}
-        for results_file in folder.rglob("results.json"):
+        for results_file in folder.rglob("results*.json"):
             results = json.loads(results_file.read_text())
-            llm = dict(p.split("=") for p in results["config"]["model_args"].split(","))["pretrained"]
-            means = m.data.sel(llm=llm).to_series().groupby(m.data["subgroup"].values).mean()
+            args = results["config"]["model_args"]
+            if isinstance(args, str):  # 0.4.0-0.4.2
+                args = dict(p.split("=") for p in args.split(","))
+            means = m.data.sel(llm=args["pretrained"]).to_series().groupby(m.data["subgroup"].values).mean()
             assert means["tiny_mc"] == pytest.approx(results["results"]["tiny_mc"]["acc,none"])
             assert means["tiny_gen"] == pytest.approx(results["results"]["tiny_gen"][f"exact_match,{chosen}"])
 

@@ -353,7 +353,7 @@ def read_lm_eval(
             tasks[item] = task
     problems += grouped.lines()
     if problems:
-        if len(known_tasks) > 1:
+        if len(known_tasks) > 1 and not isinstance(metric, Mapping):
             problems.append("pass metric={task: metric} for folders that mix differently scored tasks")
         raise ResponseDataError(problems[:50], source=str(folder))
     meta = pd.DataFrame(
