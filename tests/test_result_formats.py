@@ -425,6 +425,25 @@ def test_details_as_downloaded_and_as_lighteval_writes_them(tmp_path):
         load_responses(tmp_path, metric="pqem")
 
 
+def test_v1_details_default_to_the_metric_the_leaderboard_reported(tmp_path):
+    """The v1 leaderboard reported ARC and HellaSwag as ``acc_norm`` and TruthfulQA as ``mc2``
+    (a probability per question); the harness-era files hold flat metric columns."""
+    stamp = "2023-07-19T13-48-53.093937"
+    folder = tmp_path / "details_Corianas__111m" / stamp
+    arc = pd.DataFrame({"example": ["q1", "q2"], "acc": [1.0, 0.0], "acc_norm": [0.0, 1.0]})
+    truthfulqa = pd.DataFrame({"example": ["q1", "q2"], "mc1": [1.0, 0.0], "mc2": [0.7, 0.2]})
+    _write_parquet(folder / f"details_harness|arc:challenge|25_{stamp}.parquet", arc)
+    _write_parquet(folder / f"details_harness|truthfulqa:mc|0_{stamp}.parquet", truthfulqa)
+    with pytest.raises(ResponseDataError, match=r"truthfulqa:mc:0\)=0\.7.*response_type"):
+        load_responses(tmp_path)
+    m = load_responses(tmp_path, response_type={"truthfulqa": "continuous"})
+    row = m.data.sel(llm="Corianas/111m").to_series()
+    assert row[["arc:challenge:0", "arc:challenge:1"]].tolist() == [0.0, 1.0]  # acc_norm, not acc
+    assert row[["truthfulqa:mc:0", "truthfulqa:mc:1"]].tolist() == [0.7, 0.2]
+    m = load_responses(tmp_path, metric={"truthfulqa": "mc1"})
+    assert m.is_binary and m.data.sel(llm="Corianas/111m", item="truthfulqa:mc:0").item() == 1.0
+
+
 def test_lighteval_details_without_a_suite_and_as_git_lfs_pointers(tmp_path):
     """lighteval since its PR #1038 (November 2025) names details ``details_<task>|<shots>_<date>``;
     its own reference details are committed as Git LFS pointers."""

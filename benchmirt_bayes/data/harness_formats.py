@@ -585,6 +585,18 @@ V2_METRICS = {
     "ifeval": "prompt_level_strict_acc",
 }
 """The metric the Open LLM Leaderboard v2 reports per family (the default ``metric``)."""
+V1_METRICS = {
+    "arc": "acc_norm",
+    "hellaswag": "acc_norm",
+    "mmlu": "acc",
+    "truthfulqa": "mc2",
+    "winogrande": "acc",
+    "gsm8k": "acc",
+    "drop": "f1",
+}
+"""The metric the Open LLM Leaderboard v1 reported per benchmark (its ``Tasks`` in
+``src/display/utils.py``; the default ``metric``). TruthfulQA's ``mc2`` is a probability per
+question, not 0/1: read it as ``response_type="continuous"``, or pass ``metric="mc1"``."""
 
 
 def oll_config(path: Path) -> tuple[str, str | None, str] | None:
@@ -645,8 +657,8 @@ def read_oll_details(
     (its rows need not be in document order), else (v1 files) the row position, the order the
     harness evaluated the documents in. The metric is ``metric`` (a name, or a mapping
     per benchmark or task), by default the one the leaderboard reports
-    (:data:`V2_METRICS`; ``acc`` for v1), read from its column or from the ``metrics``
-    struct.
+    (:data:`V1_METRICS`, :data:`V2_METRICS`; ``acc`` for lighteval's own details), read from
+    its column or from the ``metrics`` struct.
     """
     source = Path(source)
     files = [source] if source.is_file() else sorted(source.rglob("*.parquet"))
@@ -674,7 +686,7 @@ def read_oll_details(
         benchmark, subgroup = _oll_benchmark(version, task)
         name = _task_setting(metric, task) or _task_setting(metric, benchmark)
         if name is None:
-            name = V2_METRICS.get(benchmark, "acc") if version == "v2" else "acc"
+            name = {"v2": V2_METRICS, "v1": V1_METRICS}.get(version, {}).get(benchmark, "acc")
         try:
             table = pd.read_parquet(file)
         except Exception as exc:
