@@ -476,6 +476,48 @@ def test_lighteval_details_without_a_suite_and_as_git_lfs_pointers(tmp_path):
         load_responses(tmp_path / "reference_details")
 
 
+def test_inspect_0_3_285_logs_with_zstandard_archives_equal_their_own_accuracy():
+    """Logs written by Inspect AI 0.3.285 itself (``.eval`` archives whose members are
+    Zstandard-compressed, which Python's zipfile reads only from 3.14, and ``.json``): a task
+    with two scorers and one answered in two epochs."""
+    import json
+    import zipfile
+
+    import numpy as np
+
+    from benchmirt_bayes.data.harness_formats import ZIP_ZSTANDARD, _zip_member
+
+    folder = FIXTURES / "inspect_written" / "logs"
+    archives = sorted(folder.glob("*.eval"))
+    with zipfile.ZipFile(archives[0]) as archive:
+        assert {i.compress_type for i in archive.infolist()} == {ZIP_ZSTANDARD}
+    assert detect_format(folder) == "inspect"
+    with pytest.raises(ResponseDataError) as refused:
+        load_responses(folder)
+    scorers, epochs = sorted(refused.value.problems, reverse=True)
+    assert epochs.startswith("samples scored in 2 epochs; pass filter='epoch=K', in 3 file(s)")
+    assert scorers.startswith("task 'tiny_sums' has the scorers ['includes', 'match']: pass metric=")
+    assert "in 3 file(s)" in scorers
+    headers = [json.loads(p.read_text()) for p in folder.glob("*.json")]
+    for path in archives:
+        with zipfile.ZipFile(path) as archive:
+            headers.append(json.loads(_zip_member(archive, "header.json")))
+    assert len(headers) == 6
+    match = {"tiny_sums": "match"}
+    per_epoch = [load_responses(folder, metric=match, filter=f"epoch={epoch}") for epoch in (1, 2)]
+    includes = load_responses(folder, metric={"tiny_sums": "includes"}, filter="epoch=1")
+    assert set(includes.llms) == {"scripted/model-1", "scripted/model-2", "scripted/model-3"}
+    for header in headers:  # Inspect's accuracy: the mean over samples of the mean over epochs
+        task, llm = header["eval"]["task"], header["eval"]["model"]
+        for score in header["results"]["scores"]:
+            matrices = [includes] if score["name"] == "includes" else per_epoch
+            if task == "tiny_sums":
+                matrices = matrices[:1]
+            rows = [m.data.sel(llm=llm).to_series() for m in matrices]
+            means = [row[row.index.str.startswith(f"{task}:")].mean() for row in rows]
+            assert np.mean(means) == pytest.approx(score["metrics"]["accuracy"]["value"])
+
+
 def test_inspect_logs_as_published_equal_their_own_accuracy():
     """Real Inspect AI logs (.eval archives and a .json log) from inspect_ai's own test data."""
     import json

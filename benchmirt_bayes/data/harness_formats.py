@@ -33,9 +33,12 @@ from __future__ import annotations
 
 import functools
 import glob
+import io
 import json
 import re
 import warnings
+import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -1162,19 +1165,45 @@ def is_inspect_log(path: Path) -> bool:
     return _inspect_log(path, samples=False) is not None
 
 
+ZIP_ZSTANDARD = 93
+"""The zip compression method of Zstandard: Inspect AI writes its ``.eval`` archives with it
+(through ``zipfile_zstd`` before Python 3.14, whose ``zipfile`` reads it natively)."""
+
+
+def _zip_member(archive: zipfile.ZipFile, name: str) -> bytes:
+    """One member of a zip archive, Zstandard-compressed members included."""
+    info = archive.getinfo(name)
+    if info.compress_type != ZIP_ZSTANDARD or hasattr(zipfile, "ZIP_ZSTANDARD"):
+        return archive.read(name)
+    import zstandard
+
+    handle = archive.fp
+    handle.seek(info.header_offset)
+    local = handle.read(30)  # the local file header; its name and extra field lengths end it
+    handle.seek(
+        info.header_offset
+        + 30
+        + int.from_bytes(local[26:28], "little")
+        + int.from_bytes(local[28:30], "little")
+    )
+    compressed = handle.read(info.compress_size)
+    data = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(compressed), read_across_frames=True).read()
+    if zlib.crc32(data) != info.CRC:
+        raise zipfile.BadZipFile(f"bad CRC-32 for {name}")
+    return data
+
+
 def _inspect_log(path: Path, samples: bool = True) -> tuple[str, Path, dict, list] | None:
     """``(created, path, header, samples)`` of an Inspect log, else ``None``."""
-    import zipfile
-
     try:
         if path.suffix == ".eval":
             with zipfile.ZipFile(path) as archive:
                 names = archive.namelist()
                 if "header.json" not in names:
                     return None
-                header = parse_json(archive.read("header.json"))
+                header = parse_json(_zip_member(archive, "header.json"))
                 found = [
-                    parse_json(archive.read(n))
+                    parse_json(_zip_member(archive, n))
                     for n in names
                     if samples and n.startswith("samples/") and n.endswith(".json")
                 ]
