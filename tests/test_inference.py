@@ -222,12 +222,18 @@ def test_defaults_are_chosen_from_the_data_size_and_recorded(tiny_sim):
     large = resolve_settings(big, 2, method="nuts", advi={"max_steps": 100})
     assert (large.nuts.draws, large.nuts.init, large.nuts.max_treedepth, large.nuts.thin) == (
         1000,
-        "advi",
+        "spectral",
         5,
         2,
     )
-    assert large.advi.max_steps == 100
+    assert large.advi is None and "unused" in dict(large.automatic)["advi"]
     assert "large-data path" in dict(large.automatic)["nuts.thin"]
+    # a spec that rules out the unrotated spectral start starts large data from ADVI
+    anchored = {"identification": {"anchors": "auto"}}
+    from_advi = resolve_settings(big, 2, method="nuts", advi={"max_steps": 100}, spec=anchored)
+    assert from_advi.nuts.init == "advi" and from_advi.advi.max_steps == 100
+    with pytest.raises(ValueError, match="spectral"):
+        resolve_settings(big, 2, method="nuts", nuts={"init": "spectral"}, spec=anchored)
     # explicit values are kept and not recorded as automatic
     mine = resolve_settings(
         big, 2, method="nuts", nuts={"max_treedepth": 8, "thin": 1, "init": "prior", "draws": 300}
@@ -339,3 +345,43 @@ def test_auto_intercepts_are_resolved_for_nuts_per_benchmark_and_centred_for_opt
     assert explicit.spec.intercept.noncentered is True and "intercept.noncentered" not in dict(
         explicit.automatic
     )
+
+
+def test_spectral_start_of_the_sampler_rotates_after_the_first_restart(tiny_sim):
+    from benchmirt_bayes.inference.initialisation import sampler_start
+    from benchmirt_bayes.model.pymc_model import build_model, whiten
+
+    responses = tiny_sim.responses
+    model = build_model(responses, 2)
+    first, second = (sampler_start(model, responses, 2, seed=5, restart=r) for r in (0, 1))
+
+    def logits(start):
+        ability = whiten(start["ability_raw"].T, 2).eval()
+        mean, spread = start["benchmark_loading_mean_free"], start["benchmark_loading_spread"]
+        codes = np.array([list(model.coords["benchmark"]).index(b) for b in responses.benchmarks])
+        return ability, ability @ (mean[codes] + spread[codes][:, None] * start["loading_z"]).T
+
+    (ability0, eta0), (ability1, eta1) = logits(first), logits(second)
+    assert not np.allclose(ability0, ability1)  # another rotation of the same solution
+    np.testing.assert_allclose(eta0, eta1, atol=1e-9)  # the same predictions
+    # nutpie refuses a start with an exactly zero gradient entry (its mass matrix starts there):
+    # subgroup offsets keep a prior draw, since at zero a lone subgroup's gradient is zero
+    from pymc.initial_point import make_initial_point_fn
+
+    point = make_initial_point_fn(model=model, overrides=first, jitter_rvs=set(), return_transformed=True)(0)
+    assert np.all(model.compile_dlogp()(point) != 0)
+
+
+@pytest.mark.slow
+def test_nuts_from_the_spectral_start_with_restarts(tiny_sim):
+    fit = fit_posterior(
+        tiny_sim.responses,
+        2,
+        method="nuts",
+        seed=4,
+        restarts=2,
+        executor="serial",
+        progressbar=False,
+        nuts={"init": "spectral", "chains": 1, "draws": 20, "tune": 20, "max_treedepth": 4},
+    )
+    assert fit["posterior"].sizes["chain"] == 2 and "elbo" not in fit.children

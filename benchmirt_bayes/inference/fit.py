@@ -23,7 +23,7 @@ from benchmirt_bayes.data.responses import ResponseMatrix
 from benchmirt_bayes.errors import MissingExtraError
 from benchmirt_bayes.inference.advi import AdviResult, run_advi
 from benchmirt_bayes.inference.identification import _identify_in_place
-from benchmirt_bayes.inference.initialisation import jittered_start, spectral_start
+from benchmirt_bayes.inference.initialisation import jittered_start, sampler_start, spectral_start
 from benchmirt_bayes.inference.nutpie_run import sample_nutpie
 from benchmirt_bayes.inference.settings import (
     METHODS,
@@ -204,11 +204,18 @@ def resolve_settings(
     if method != "nuts" and nuts is not None:
         raise ValueError(f"nuts settings apply to method='nuts' only, not to method={method!r}")
     nuts_settings = None
+    model_spec = load_spec(spec)
+    spectral = not model_spec.is_confirmatory and model_spec.anchors == "none"
     if method == "nuts":
         nuts_settings, nuts_notes = automatic_nuts(
-            coerce_settings(nuts, NutsSettings, "nuts"), responses.n_observed
+            coerce_settings(nuts, NutsSettings, "nuts"), responses.n_observed, spectral
         )
         automatic |= nuts_notes
+        if nuts_settings.init == "spectral" and not spectral:
+            raise ValueError(
+                "nuts init='spectral' starts from an unrotated SVD solution, which a confirmatory "
+                "or anchored spec does not allow; use init='advi' or 'prior'"
+            )
     uses_advi = method in ("advi", "fullrank_advi") or (
         nuts_settings is not None and nuts_settings.init == "advi"
     )
@@ -223,7 +230,6 @@ def resolve_settings(
     if nuts_settings is not None:
         require_sampler(nuts_settings.sampler)
     jax = nuts_settings is not None and nuts_settings.sampler == "numpyro"
-    model_spec = load_spec(spec)
     form = resolve_likelihood(responses, likelihood, jax=jax, spec=model_spec)
     if likelihood == "auto":
         share = responses.n_observed / responses.values.size
@@ -386,6 +392,8 @@ def sample_model(
         if settings.nuts.init == "advi":
             result = _advi(model, responses, settings, "advi", 100, seed, progressbar, init)
             initvals, elbo = advi_start(model, result.posterior), result.elbo
+        elif settings.nuts.init == "spectral":
+            initvals = sampler_start(model, responses, settings.n_dims, seed, restart)
         posterior, stats = _run_nuts(model, settings.nuts, seed, progressbar, initvals, nutpie_model)
     elif settings.method in ("advi", "fullrank_advi"):
         result = _advi(

@@ -110,3 +110,40 @@ def spectral_start(
     if "intercept_z" in names:
         start["intercept_z"] = ((intercept - int_mean[codes]) / int_spread[codes])[noncentred]
     return start
+
+
+def sampler_start(
+    model: pm.Model, responses: ResponseMatrix, n_dims: int, seed: int, restart: int = 0
+) -> dict[str, np.ndarray]:
+    """Where NUTS starts with ``init="spectral"``: the spectral solution, rotated after restart 0.
+
+    The likelihood and priors are unchanged by a rotation of abilities and loadings, so every
+    rotation of the solution is an equally good start; restarts after the first take a seeded
+    random one, so that :func:`~benchmirt_bayes.check_stability` compares chains that began
+    apart. Subgroup offsets keep their prior draw: at exact zeros the offset of a benchmark's
+    only subgroup has an exactly zero gradient, and nutpie, whose mass matrix starts from the
+    gradient, refuses such a start.
+    """
+    start = spectral_start(model, responses, n_dims, seed)
+    if "subgroup_intercept_offset_raw" in start:
+        start["subgroup_intercept_offset_raw"] = jittered_start(model, seed)["subgroup_intercept_offset_raw"]
+    if restart > 0:
+        rotation = random_rotation(n_dims, np.random.default_rng([seed, restart, 13]))
+        for name in ("ability_raw", "benchmark_loading_mean_free", "loading_z", "loading_free"):
+            if name in start:
+                start[name] = _rotate(start[name], rotation, transposed=name == "ability_raw")
+    return start
+
+
+def random_rotation(n_dims: int, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random ``n_dims × n_dims`` rotation (Haar measure, determinant one)."""
+    q, r = np.linalg.qr(rng.standard_normal((n_dims, n_dims)))
+    q = q * np.sign(np.diag(r))
+    if np.linalg.det(q) < 0:
+        q[:, 0] = -q[:, 0]
+    return q
+
+
+def _rotate(values: np.ndarray, rotation: np.ndarray, *, transposed: bool) -> np.ndarray:
+    """``values @ rotation`` over the dimension axis (the first axis when ``transposed``)."""
+    return (values.T @ rotation).T if transposed else values @ rotation

@@ -21,7 +21,7 @@ from benchmirt_bayes.model.spec import ModelSpec
 Method = Literal["auto", "nuts", "advi", "fullrank_advi", "map"]
 METHODS: tuple[str, ...] = Method.__args__
 Sampler = Literal["nutpie", "numpyro", "pymc"]
-NutsInit = Literal["auto", "prior", "advi"]
+NutsInit = Literal["auto", "prior", "advi", "spectral"]
 Kernel = Literal["nuts", "mclmc"]
 MassAdaptation = Literal["diag", "low_rank"]
 Auto = Literal["auto"]
@@ -31,10 +31,11 @@ DEFAULT_TOLERANCE = {"noise": 1.0, "relative": 1e-3}
 """Each ADVI stopping rule's default threshold (see :class:`AdviSettings`)."""
 
 LARGE_NUTS_CELLS = 1_000_000
-"""Observed cells from which ``"auto"`` NUTS settings take the large-data path (ADVI start,
-depth 5, every second draw kept): the configuration validated on the built-in 100 × 34k set
-(3 million cells). Below it the sampler's own start and depth 10 (trees U-turn by themselves
-at depth 5 there) were as fast (``benchmarks/harness.py``)."""
+"""Observed cells from which ``"auto"`` NUTS settings take the large-data path (a spectral
+start, or ADVI's where the spec rules the spectral one out; depth 5, every second draw kept):
+the configuration validated on the built-in 100 × 34k set (3 million cells). Below it the
+sampler's own start and depth 10 (trees U-turn by themselves at depth 5 there) were as fast
+(``benchmarks/harness.py``)."""
 
 
 def _in_open_unit(name: str, value: Any) -> None:
@@ -64,9 +65,11 @@ class NutsSettings:
         kept draw, gradient counts are summed over the block, and E-BFMI is computed on
         every iteration (``bfmi`` per chain).
     init
-        Where chains start: ``"prior"`` (the sampler's own jittered start) or ``"advi"``
-        (the mean of a mean-field ADVI fit run first in each restart, with the
-        :class:`AdviSettings` of the fit; chains then start there without jitter).
+        Where chains start: ``"prior"`` (the sampler's own jittered start), ``"spectral"``
+        (the rank-``n_dims`` SVD solution of the response matrix, randomly rotated after the
+        first restart; exploratory specs without anchors only) or ``"advi"`` (the mean of a
+        mean-field ADVI fit run first in each restart, with the :class:`AdviSettings` of the
+        fit). From ``"spectral"`` and ``"advi"`` the chains start without jitter.
     kernel
         nutpie's transition kernel: ``"nuts"`` (default) or ``"mclmc"`` (microcanonical
         Langevin Monte Carlo: fixed-length trajectories, no tree; ``max_treedepth`` does
@@ -76,8 +79,8 @@ class NutsSettings:
         plus the leading eigenvectors of the draws' and gradients' covariance).
 
     ``draws``, ``init``, ``max_treedepth`` and ``thin`` default to ``"auto"``: resolved from
-    the data by :func:`automatic_nuts` when the fit starts (1,000 kept draws, ADVI start,
-    depth 5 and every second draw kept from :data:`LARGE_NUTS_CELLS` observed cells on; else
+    the data by :func:`automatic_nuts` when the fit starts (1,000 kept draws, the spectral
+    start, depth 5 and every second draw kept from :data:`LARGE_NUTS_CELLS` observed cells on; else
     3,000 draws, the sampler's start, depth 10, every draw: with 2,000, one of six default
     fits at the quickstart's size ended just short of ``check_convergence``'s R-hat 1.01, and
     with 1,000 two of three). The fit stores the resolved values and why they were chosen.
@@ -138,8 +141,13 @@ def automatic_method(n_observed: int) -> tuple[str, str]:
     return "advi", f"'advi' ({cells} > {AUTO_NUTS_CELLS:,}: NUTS would cost many ADVI fits)"
 
 
-def automatic_nuts(settings: NutsSettings, n_observed: int) -> tuple[NutsSettings, dict[str, str]]:
+def automatic_nuts(
+    settings: NutsSettings, n_observed: int, spectral: bool = True
+) -> tuple[NutsSettings, dict[str, str]]:
     """Resolve the ``"auto"`` fields of ``settings`` for data with ``n_observed`` cells.
+
+    ``spectral``: whether the spec allows the spectral start (exploratory, no anchors); where
+    it does not, large data start from ADVI instead.
 
     Returns the resolved settings and, for every field that was ``"auto"``, the value chosen
     and why (stored in the fit's attrs).
@@ -152,7 +160,7 @@ def automatic_nuts(settings: NutsSettings, n_observed: int) -> tuple[NutsSetting
     )
     chosen = {
         "draws": 1000 if large else 3000,
-        "init": "advi" if large else "prior",
+        "init": ("spectral" if spectral else "advi") if large else "prior",
         "max_treedepth": 5 if large else 10,
         "thin": 2 if large else 1,
     }
