@@ -1,10 +1,10 @@
 """Fit the full built-in set (100 LLMs × 34,312 items) with NUTS and print time and diagnostics.
 
 ``fit_posterior`` runs with its defaults but for the draw budget: 4 chains × (500 tune +
-1,000 kept draws). On 3 million cells the defaults take the large-data path (an ADVI start,
-trees capped at depth 5 and every second of 2,000 draws kept: the gradients of depth 6
+1,000 kept draws). On 3 million cells the defaults take the large-data path (the spectral
+start, trees capped at depth 5 and every second of 2,000 draws kept: the gradients of depth 6
 without thinning, with squared draws far less correlated; ARCHITECTURE.md, "Sampling
-efficiency") and the fused likelihood; about 25 minutes of fitting on 2 CPU cores (RESULTS.md). ``--init``,
+efficiency") and the fused likelihood; the time is in RESULTS.md. ``--init``,
 ``--max-treedepth`` and ``--thin`` override the automatic choice. On a GPU use
 ``benchmarks/gpu_nuts.py``. Usage:
 
@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--draws", type=int, default=1000)
-    parser.add_argument("--init", default="auto", choices=["auto", "advi", "prior"])
+    parser.add_argument("--init", default="auto", choices=["auto", "spectral", "advi", "prior"])
     parser.add_argument("--max-treedepth", default="auto")
     parser.add_argument("--thin", default="auto", help="keep every thin-th of draws × thin iterations")
     parser.add_argument("--seed", type=int, default=1)

@@ -90,6 +90,13 @@ BENCHMARKS = (
         ("--sizes", "S", "M"),
     ),
     Benchmark(
+        "kernel_pass",
+        "One pass of the fused binary kernel alone, float32 and float64",
+        "kernel_pass.py",
+        ("--sizes", "S", "M"),
+        (),
+    ),
+    Benchmark(
         "typed_logp_grad",
         "One log density + gradient per response type against hand-written NumPy",
         "typed_logp_grad.py",
