@@ -67,14 +67,15 @@ def spectral_solution(responses: ResponseMatrix, n_dims: int) -> tuple[np.ndarra
 
 
 def spectral_start(
-    model: pm.Model, responses: ResponseMatrix, n_dims: int, seed: int
+    model: pm.Model, responses: ResponseMatrix, n_dims: int, seed: int, *, zero_offsets: bool = True
 ) -> dict[str, np.ndarray]:
     """A starting point at the spectral solution.
 
     The variables that the solution determines (``ability_raw``, the loading mean, spread and
     z-scores, the intercepts with their benchmark means and spreads) are set from it;
     every other free variable (type parameters, subgroup offsets, correlations) keeps a
-    seeded prior draw (:func:`jittered_start`).
+    seeded prior draw (:func:`jittered_start`). Subgroup offsets start at zero unless
+    ``zero_offsets`` is false (then they keep the prior draw).
     """
     start = jittered_start(model, seed)
     ability, loading, intercept = spectral_solution(responses, n_dims)
@@ -100,7 +101,7 @@ def spectral_start(
         start["benchmark_intercept_mean"] = int_mean
     if "benchmark_intercept_spread" in names:
         start["benchmark_intercept_spread"] = int_spread
-    if "subgroup_intercept_offset_raw" in names:
+    if zero_offsets and "subgroup_intercept_offset_raw" in names:
         start["subgroup_intercept_offset_raw"] = np.zeros_like(start["subgroup_intercept_offset_raw"])
     noncentred = getattr(model, "benchmirt_noncentred_items", np.zeros(len(codes), dtype=bool))
     if "intercept" in names:
@@ -124,9 +125,7 @@ def sampler_start(
     only subgroup has an exactly zero gradient, and nutpie, whose mass matrix starts from the
     gradient, refuses such a start.
     """
-    start = spectral_start(model, responses, n_dims, seed)
-    if "subgroup_intercept_offset_raw" in start:
-        start["subgroup_intercept_offset_raw"] = jittered_start(model, seed)["subgroup_intercept_offset_raw"]
+    start = spectral_start(model, responses, n_dims, seed, zero_offsets=False)
     if restart > 0:
         rotation = random_rotation(n_dims, np.random.default_rng([seed, restart, 13]))
         for name in ("ability_raw", "benchmark_loading_mean_free", "loading_z", "loading_free"):
