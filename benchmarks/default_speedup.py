@@ -182,6 +182,7 @@ def main() -> None:
         table.loc[part.index, "same_data"] = part["data_sha"].nunique() == 1
         agreements += agreement_rows(size, out / "fits", args.long_draws > 0)
     table = table.drop(columns=["package", "data_sha"])
+    table.to_csv(out / "default_speedup.csv", index=False)
     lines = [run_header("The default call against the default of #44's starting commit"), ""]
     lines += [f"Reference: the package as of commit {args.reference}, imported from `git archive`.", ""]
     lines += [markdown_table(table, 4), "", markdown_table(pd.DataFrame(agreements)), ""]

@@ -90,6 +90,14 @@ BENCHMARKS = (
         ("--sizes", "S", "M"),
     ),
     Benchmark(
+        "default_speedup",
+        "The default call against the default of issue #44's starting commit",
+        "default_speedup.py",
+        ("--sizes", "S", "--out", "{out}"),
+        ("--sizes", "S", "M", "--long-draws", "5000", "--out", "{out}"),
+        table_file="default_speedup.md",
+    ),
+    Benchmark(
         "kernel_pass",
         "One pass of the fused binary kernel alone, float32 and float64",
         "kernel_pass.py",
@@ -123,6 +131,13 @@ BENCHMARKS = (
         "audit_calibration.py",
         ("--scale", "0.1"),
         (),
+    ),
+    Benchmark(
+        "dimension_choice",
+        "choose_n_dims on simulations with one and two true dimensions, 20 to 150 LLMs",
+        "dimension_choice.py",
+        ("--llms", "20", "--truths", "one", "--out", "{out}"),
+        ("--out", "{out}"),
     ),
     Benchmark(
         "advi_optima",

@@ -45,6 +45,19 @@ def test_harness_smoke_run_writes_its_table(tmp_path):
 
 
 @pytest.mark.slow
+def test_default_speedup_fits_both_packages_on_the_same_data(tmp_path):
+    command = [sys.executable, str(ROOT / "benchmarks" / "default_speedup.py"), "--smoke"]
+    command += ["--long-draws", "1", "--out", str(tmp_path)]
+    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = pd.read_csv(tmp_path / "default_speedup.csv").set_index("side")
+    assert list(table.index) == ["reference", "current", "current_same_budget", "long_reference"]
+    assert table["same_data"].all() and (table["min_bulk_ess"] > 0).all()
+    assert table.loc["reference", "ess_per_s_vs_reference"] == 1
+    assert "current vs long" in (tmp_path / "default_speedup.md").read_text()
+
+
+@pytest.mark.slow
 def test_gpu_script_runs_on_cpu_at_reduced_size(tmp_path):
     out = tmp_path / "gpu.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "gpu_nuts.py"), "--scale", "0.002", "--llms", "20"]
