@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import os
 import subprocess
@@ -69,9 +70,7 @@ def export_reference(commit: str, folder: Path) -> Path:
         capture_output=True,
         check=True,
     ).stdout
-    tar_path = folder / "reference.tar"
-    tar_path.write_bytes(archive)
-    with tarfile.open(tar_path) as tar:
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(folder, filter="data")
     return folder
 

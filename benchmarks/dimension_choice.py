@@ -15,8 +15,8 @@ dimension); with two, 2 wherever the folds can tell (1 is the one-SE rule's caut
 they cannot). Rows are appended to ``OUT/rows.jsonl`` as each set finishes, so a run can be
 split over processes; ``--summarise`` prints the table of every row there. Asserts nothing.
 
-    python benchmarks/dimension_choice.py --llms 20 50 --out OUT           # about 50 minutes
-    python benchmarks/dimension_choice.py --llms 150 --out OUT             # about 50 minutes
+    python benchmarks/dimension_choice.py --llms 20 --truths one --out OUT   # about 10 minutes
+    python benchmarks/dimension_choice.py --out OUT          # 6 sets, longer with more LLMs
     python benchmarks/dimension_choice.py --summarise --out OUT
 """
 
