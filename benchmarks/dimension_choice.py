@@ -32,6 +32,7 @@ from bench_tables import elapsed_logger, markdown_table, run_header
 
 from benchmirt_bayes import choose_n_dims, simulate_benchmirt
 from benchmirt_bayes.inference.settings import automatic_method
+from benchmirt_bayes.workflows.crossval import _fold_values as fold_values
 
 TRUTHS = {"one": 0.999, "two": 0.3}
 """Correlation of the simulator's two abilities: one dimension in effect, or the built-in two."""
@@ -46,10 +47,8 @@ def one_choice(truth: str, n_llms: int, scale: float, seed: int) -> dict:
     choice = choose_n_dims(responses, seed=seed, progressbar=False)
     minutes = (time.perf_counter() - start) / 60
     table = choice.table
-    per_fold = choice.cross_validation.table
-    log_loss = per_fold[(per_fold["metric"] == "log_loss") & (per_fold["benchmark"] == "all")]
-    wide = log_loss.pivot_table(index="fold", columns="model", values="value")
-    two_minus_one = wide["mirt_2d"] - wide["mirt_1d"]
+    per_fold = fold_values(choice.cross_validation, "log_loss")  # (fold, n_dims), as choose_n_dims reads it
+    two_minus_one = per_fold[2] - per_fold[1]
     fold_cells = int(responses.observed.sum() * 0.9)  # a fold's training cells, 10 folds of cells
     return {
         "truth": truth,
