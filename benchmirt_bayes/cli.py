@@ -287,9 +287,7 @@ def _add_out(parser: argparse.ArgumentParser, **kwargs: Any) -> None:
     )
 
 
-def _add_fit_settings_args(
-    parser: argparse.ArgumentParser, *, draws: int | None, method: str = "auto"
-) -> None:
+def _add_fit_settings_args(parser: argparse.ArgumentParser) -> None:
     """The settings of :func:`fit_posterior`, one flag each, shared by every command that fits."""
     from benchmirt_bayes.inference.settings import AUTO_NUTS_CELLS
 
@@ -298,15 +296,16 @@ def _add_fit_settings_args(
     )
     group.add_argument(
         "--method",
-        default=method,
+        default="auto",
         choices=["auto", "nuts", "advi", "fullrank_advi", "map"],
         help=f"default auto: NUTS on small data (at most {AUTO_NUTS_CELLS:,} observed cells), else ADVI",
     )
     group.add_argument(
         "--draws",
         type=_positive_int,
-        default=draws,
-        help="NUTS draws per chain, or ADVI draws from q (default: fit_posterior's)",
+        default=None,
+        help="NUTS draws per chain, or ADVI draws from q (default: fit_posterior's; in cv, "
+        "ADVI fold fits take 100)",
     )
     group.add_argument("--spec", default=None, help="model spec name or .toml path")
     group.add_argument(
@@ -418,7 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit = sub.add_parser("fit", help="fit the hierarchical MIRT model")
     _add_data_args(fit)
     fit.add_argument("--dims", type=_positive_int, default=2)
-    _add_fit_settings_args(fit, draws=None)
+    _add_fit_settings_args(fit)
     fit.add_argument("--restarts", type=_positive_int, default=1)
     fit.add_argument("--seed", type=_non_negative_int, default=None)
     _add_out(fit, required=True, help="output .nc or .zarr")
@@ -501,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("--dims", type=_positive_int, nargs="+", default=[1, 2, 3])
     cv.add_argument("--folds", type=_at_least_two, default=10)
     cv.add_argument("--scheme", default="cells", choices=["cells", "llms", "items"])
-    _add_fit_settings_args(cv, draws=100)
+    _add_fit_settings_args(cv)
     cv.add_argument("--category", default=None, help="item coordinate for the LLM x category baseline")
     cv.add_argument("--seed", type=_non_negative_int, default=42)
     cv.add_argument("--results-dir", default=None, help="save each fold fit here; reruns resume")
@@ -510,9 +509,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _fit_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """``method``, ``nuts``, ``advi``, ``spec`` and ``likelihood`` for fit_posterior / cross_validate."""
+def _fit_settings(args: argparse.Namespace, advi_draws: int | None = None) -> dict[str, Any]:
+    """``method``, ``nuts``, ``advi``, ``spec`` and ``likelihood`` for fit_posterior / cross_validate.
+
+    ``advi_draws``: ADVI's draws where ``--draws`` is not given (default: AdviSettings').
+    """
     from benchmirt_bayes.inference.settings import AdviSettings, NutsSettings
+
+    default_advi_draws = AdviSettings.draws if advi_draws is None else advi_draws
 
     nuts = advi = None
     if args.method in ("auto", "nuts"):
@@ -528,7 +532,7 @@ def _fit_settings(args: argparse.Namespace) -> dict[str, Any]:
         )
     if args.method in ("auto", "advi", "fullrank_advi") or (nuts is not None and nuts.init != "prior"):
         advi = AdviSettings(
-            draws=AdviSettings.draws if args.method == "nuts" or args.draws is None else args.draws,
+            draws=default_advi_draws if args.method == "nuts" or args.draws is None else args.draws,
             max_steps=args.advi_max_steps,
             stopping=args.advi_stopping,
             tolerance=args.advi_tolerance,
@@ -982,7 +986,7 @@ def _check_score(args: argparse.Namespace) -> None:
 
 def _cv(args: argparse.Namespace) -> int:
     from benchmirt_bayes.batch import DaskExecutor
-    from benchmirt_bayes.workflows.crossval import choose_n_dims, cross_validate
+    from benchmirt_bayes.workflows.crossval import FOLD_ADVI_DRAWS, choose_n_dims, cross_validate
 
     responses = _load_data(args)
     print(f"cross-validating {responses}: scheme={args.scheme}, dims={args.dims}, folds={args.folds}")
@@ -1001,7 +1005,7 @@ def _cv(args: argparse.Namespace) -> int:
             scheme=args.scheme,
             seed=args.seed,
             category=args.category,
-            **_fit_settings(args),
+            **_fit_settings(args, advi_draws=FOLD_ADVI_DRAWS),
             executor=executor,
             results_dir=args.results_dir,
         )

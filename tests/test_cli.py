@@ -129,3 +129,27 @@ def test_fit_takes_binary_asymptotes_and_refuses_auto_where_nothing_chooses(tmp_
     floor, ceiling = tree["posterior"]["floor"].values[0, 0], tree["posterior"]["ceiling"].values[0, 0]
     assert (floor[gpqa] > 0).all() and (floor[~gpqa] == 0).all() and (ceiling[gpqa] < 1).all()
     assert fit_spec(tree)["binary"]["n_options"] == {"GPQA": 4}
+
+
+def test_cv_fits_its_folds_as_cross_validate_does_unless_draws_are_given(tmp_path, monkeypatch):
+    import benchmirt_bayes.workflows.crossval as crossval
+
+    data = tmp_path / "sim.nc"
+    assert main(["simulate", "--scale", "0.002", "--llms", "15", "--out", str(data)]) == 0
+    asked = []
+
+    class Stop(Exception):
+        pass
+
+    def capture(responses, **kwargs):
+        asked.append(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(crossval, "cross_validate", capture)
+    for extra in ([], ["--draws", "300"]):
+        with pytest.raises(Stop):
+            main(["cv", str(data), "--out", str(tmp_path / "cv.csv"), *extra])
+    default, given = asked
+    # NUTS fold fits as fit_posterior resolves them (not 100 draws), ADVI fold fits 100 draws
+    assert default["nuts"].draws == "auto" and default["advi"].draws == crossval.FOLD_ADVI_DRAWS
+    assert given["nuts"].draws == 300 and given["advi"].draws == 300

@@ -47,6 +47,9 @@ from benchmirt_bayes.inference.settings import (
 from benchmirt_bayes.model.spec import ModelSpec
 from benchmirt_bayes.response_types import DEFAULT_TYPE
 
+FOLD_ADVI_DRAWS = 100
+"""Draws from the approximation of an ADVI fold fit (held-out predictions average them)."""
+
 
 def fold_seed(seed: int, fold: int, n_dims: int) -> int:
     """The fit seed of one (fold, n_dims) task, derived from the run's seed."""
@@ -105,12 +108,13 @@ def fold_fit_request(
 ) -> tuple[FitSettings, str]:
     """Check how fold fits are made and return the settings and their JSON for :class:`CVFitTask`.
 
-    ADVI fold fits default to 100 draws from the approximation. The method, the likelihood
+    ADVI fold fits default to :data:`FOLD_ADVI_DRAWS` draws from the approximation; NUTS
+    fold fits keep :func:`fit_posterior`'s draws. The method, the likelihood
     form and ``"auto"`` NUTS settings are stored as asked and resolved per fold, on the
     fold's own matrix.
     """
     if method in ("auto", "advi", "fullrank_advi") and advi is None:
-        advi = AdviSettings(draws=100)
+        advi = AdviSettings(draws=FOLD_ADVI_DRAWS)
     settings = resolve_settings(
         responses, n_dims, method=method, nuts=nuts, advi=advi, spec=spec, likelihood="cells"
     )
