@@ -199,6 +199,14 @@ BENCHMARKS = (
         table_file="asymptote_recovery.md",
     ),
     Benchmark(
+        "auto_asymptotes",
+        "The built-in pipeline with 'auto' asymptotes: choice, findings, cost",
+        "auto_asymptotes.py",
+        ("--smoke", "--tune", "100", "--draws", "100", "--out", "{out}/auto_asymptotes.md"),
+        ("--out", "{out}/auto_asymptotes.md"),
+        table_file="auto_asymptotes.md",
+    ),
+    Benchmark(
         "asymptote_real",
         "2PL, 3PL or 4PL on the Open LLM Leaderboard v1 benchmarks",
         "asymptote_real.py",

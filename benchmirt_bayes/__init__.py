@@ -46,6 +46,7 @@ from benchmirt_bayes.analyses.selection import (
     held_out_benchmark_error,
     select_items,
 )
+from benchmirt_bayes.analyses.study_findings import study_findings
 from benchmirt_bayes.batch import BatchError, DaskExecutor, run_batch
 from benchmirt_bayes.data.loaders import load_responses
 from benchmirt_bayes.data.real_data import (
@@ -127,6 +128,7 @@ __all__ = [
     "benchmark_correlations",
     "DimensionNames",
     "name_dimensions",
+    "study_findings",
     "rank_items",
     "select_items",
     "evaluate_subset",

@@ -180,6 +180,7 @@ ANALYSIS_TIERS: dict[str, int] = {
     "ability_posterior": 1,
     "dif": 1,
     "miskeyed": 1,
+    "study_findings": 1,
     # 2: the scorers of new LLMs and what reads them
     "scoring": 2,
     "score_link": 2,

@@ -4,6 +4,7 @@ import xarray as xr
 
 from benchmirt_bayes import fit_posterior, simulate_benchmirt
 from benchmirt_bayes.analyses.audit import benchmark_correlations, name_dimensions
+from benchmirt_bayes.analyses.study_findings import study_findings
 from benchmirt_bayes.posterior import observed_dataset
 from benchmirt_bayes.reports.plots import (
     plot_ability_map,
@@ -96,23 +97,23 @@ def builtin_fit():
 
 
 def test_planted_findings_come_out(builtin_fit):
-    _sim, fit = builtin_fit
-    audit = benchmark_correlations(fit)
-    wide = audit.wide()
-    reasoning = wide.loc["MMLU-Pro"].idxmax()
-    safety = next(d for d in wide.columns if d != reasoning)
-    r = audit.table.set_index(["group", "dimension"])
-    for bench in ("BBH", "GPQA", "MATH", "MMLU-Pro", "MuSR", "IFEval"):
-        assert wide.loc[bench, reasoning] > max(0.5, wide.loc[bench, safety]), bench
-    assert wide.loc["HarmBench", safety] > wide.loc["HarmBench", reasoning]
-    assert wide.loc["BBQ", reasoning] > wide.loc["BBQ", safety]
-    assert r.loc[("WMDP", reasoning), "r_upper"] < 0
-    sub = benchmark_correlations(fit, by="subgroup").wide()
-    hb_copyright = sub.loc["HarmBench/copyright", safety]
-    assert hb_copyright < sub.loc["HarmBench/standard", safety] - 0.2
-    assert hb_copyright < sub.loc["HarmBench/contextual", safety] - 0.2
-    assert sub.loc["WildJailbreak/harmful", safety] > sub.loc["WildJailbreak/harmful", reasoning]
-    assert sub.loc["WildJailbreak/benign", reasoning] > sub.loc["WildJailbreak/benign", safety]
+    sim, fit = builtin_fit
+    findings = study_findings(fit)
+    assert len(findings) == 12 and findings["holds"].notna().all()
+    failed = findings.loc[~findings["holds"].astype(bool), ["finding", "evidence"]]
+    assert failed.empty, failed.to_string()
+    wmdp = findings.loc[findings["finding"].str.startswith("WMDP"), "evidence"].item()
+    assert "upper -" in wmdp  # the interval's upper end is printed as the evidence
+    # on a fit of data without WildJailbreak's subgroups those findings are untestable, not false
+    keep = sim.responses.benchmarks != "WildJailbreak"
+    small = fit_posterior(sim.responses.take_items(np.flatnonzero(keep)), 2, method="map", seed=1)
+    partial = study_findings(small).set_index("finding")["holds"]
+    assert (
+        partial.filter(like="WildJailbreak").isna().all()
+        and partial.drop(partial.filter(like="WildJailbreak").index).notna().all()
+    )
+    with pytest.raises(ValueError, match="two dimensions"):
+        study_findings(fit_posterior(sim.responses, 1, method="map", seed=1))
 
 
 def test_naming_on_the_builtin_fit(builtin_fit):

@@ -69,7 +69,7 @@ def test_gpu_script_runs_on_cpu_at_reduced_size(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["asymptote_recovery", "asymptote_real"])
+@pytest.mark.parametrize("name", ["asymptote_recovery", "asymptote_real", "auto_asymptotes"])
 def test_asymptote_scripts_quick_runs_write_their_tables(name, tmp_path):
     if name == "asymptote_real":
         shared_path("open_llm_leaderboard_v1")
@@ -81,8 +81,12 @@ def test_asymptote_scripts_quick_runs_write_their_tables(name, tmp_path):
     text = (tmp_path / benchmark.table_file).read_text()
     assert text.startswith("# ") and "commit " in text
     rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
-    models = {"2pl", "4pl"} if name == "asymptote_recovery" else {"2pl", "3pl", "4pl", "metabench params"}
     cells = {cell.strip() for row in rows for cell in row.split("|")}
+    if name == "auto_asymptotes":  # every benchmark compared, the findings of both fits, every fit's cost
+        assert {"MMLU-Pro", "MuSR", "HarmBench", "BBQ tracks reasoning (more than safety)"} <= cells
+        assert {"2pl (every benchmark)", "3pl (every benchmark)", "4pl (every benchmark)"} <= cells
+        return
+    models = {"2pl", "4pl"} if name == "asymptote_recovery" else {"2pl", "3pl", "4pl", "metabench params"}
     assert models <= cells
     if name == "asymptote_recovery":
         assert "## The 4PL's floors per benchmark" in text
