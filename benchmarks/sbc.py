@@ -34,6 +34,12 @@ SETTINGS = {
     "binary-1d": SbcSetting(n_llms=20, items_per_benchmark=20, n_benchmarks=2, n_dims=1),
     "binary-2d": SbcSetting(n_llms=30, items_per_benchmark=20, n_benchmarks=3, n_dims=2),
     "binary-3d": SbcSetting(n_llms=40, items_per_benchmark=30, n_benchmarks=3, n_dims=3),
+    "binary-3pl-2d": SbcSetting(
+        n_llms=30, items_per_benchmark=20, n_benchmarks=3, n_dims=2, asymptotes="3pl"
+    ),
+    "binary-4pl-2d": SbcSetting(
+        n_llms=30, items_per_benchmark=20, n_benchmarks=3, n_dims=2, asymptotes="4pl"
+    ),
     "count-2d": SbcSetting(
         n_llms=30, items_per_benchmark=20, n_benchmarks=2, n_dims=2, response_type="count"
     ),

@@ -11,6 +11,7 @@ from benchmirt_bayes.inference.fit import resolve_settings, sample_model
 from benchmirt_bayes.inference.nutpie_run import compile_nutpie
 from benchmirt_bayes.model.pymc_model import build_model
 from benchmirt_bayes.model.shared_data import observed_values, set_observations, with_shared_observations
+from benchmirt_bayes.model.spec import load_spec
 from benchmirt_bayes.reports.plots import plot_sbc
 from benchmirt_bayes.response_types import RESPONSE_TYPES
 from benchmirt_bayes.workflows.sbc import SbcSetting, sbc_design, simulation_based_calibration
@@ -118,6 +119,38 @@ def test_a_small_calibration_run_records_ranks_and_fit_diagnostics(method):
     assert len([ax for ax in fig.axes if ax.get_visible()]) == len(sbc.data_vars)
 
 
+def test_a_calibration_run_with_floors_and_ceilings_monitors_them():
+    setting = SbcSetting(n_llms=12, items_per_benchmark=4, n_benchmarks=2, n_dims=1, asymptotes="4pl")
+    assert setting.label == "binary 4PL (4 options), 12 LLMs x 8 items, 1 dims"
+    tree = simulation_based_calibration(
+        setting, n_replications=3, seed=4, n_ranks=50, progressbar=False, nuts={"tune": 100, "draws": 100}
+    )
+    sbc = tree[SBC_GROUP].to_dataset()
+    for name in ("floor", "ceiling"):
+        assert sbc[name].sizes[f"{name}_index"] == 3  # the picked items
+    for name in ("floor_offset", "floor_spread", "ceiling_mean", "ceiling_spread", "capped_share"):
+        assert sbc[name].sizes[f"{name}_index"] == 2  # per benchmark
+    for values in sbc.data_vars.values():
+        assert ((values > 0) & (values < 1)).all()
+    assert np.isfinite(tree["replications"].to_dataset()["max_rhat"]).all()
+    assert '"asymptotes": "4pl"' in tree.attrs["setting"]
+
+
+def test_a_prior_draw_caps_each_item_with_its_own_benchmarks_share():
+    from benchmirt_bayes.workflows.sbc import _CeilingDraw
+
+    setting = SbcSetting(n_llms=6, items_per_benchmark=3, n_benchmarks=2, n_dims=1, asymptotes="4pl")
+    design = sbc_design(setting)
+    model = build_model(design, 1, spec=load_spec().with_overrides(setting.spec_overrides()))
+    draw = _CeilingDraw.of(model, design)
+    capped = np.linspace(0.5, 0.9, 6)  # over the model's capped items, in draw.columns' order
+    shares = np.where(np.asarray(model.coords["ceiling_benchmark"]) == "bench_1", 1.0, 0.0)
+    ceiling = draw.draw({"capped_ceiling": capped, "capped_share": shares}, np.random.default_rng(0))
+    in_bench_1 = np.asarray(design.benchmarks, dtype=str)[draw.columns] == "bench_1"
+    assert in_bench_1.sum() == 3
+    np.testing.assert_array_equal(ceiling[draw.columns], np.where(in_bench_1, capped, 1.0))
+
+
 def test_a_failed_fit_is_recorded_and_the_run_goes_on(monkeypatch):
     from benchmirt_bayes.workflows import sbc as workflow
 
@@ -155,3 +188,9 @@ def test_a_calibration_setting_refuses_nonsense():
         SbcSetting(response_type="ordinal")
     with pytest.raises(ValueError, match="method"):
         simulation_based_calibration(SbcSetting(), method="map", n_replications=2)
+    with pytest.raises(ValueError, match="asymptotes must be one of"):
+        SbcSetting(asymptotes="5pl")
+    with pytest.raises(ValueError, match="asymptotes are for binary items"):
+        SbcSetting(response_type="count", asymptotes="3pl")
+    with pytest.raises(ValueError, match="n_options"):
+        SbcSetting(asymptotes="3pl", n_options=1)

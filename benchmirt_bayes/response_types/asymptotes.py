@@ -280,6 +280,15 @@ def asymptote_variables(
     return floor, ceiling, share
 
 
+def draw_ceiling(capped_ceiling: Any, capped_share: Any, rng: np.random.Generator) -> np.ndarray:
+    """Items' ceilings drawn from the prior's spike and bump.
+
+    ``capped_ceiling`` with probability ``capped_share`` (same shape: each item's benchmark's
+    share of capped items), else one.
+    """
+    return np.where(rng.random(np.shape(capped_share)) < capped_share, capped_ceiling, 1.0)
+
+
 def capped_or_not(log_lik_capped: Any, log_lik_uncapped: Any, share: Any, xp: Any = np) -> tuple[Any, Any]:
     """An item's log likelihood with its capped-or-not indicator summed out, and the log odds.
 

@@ -24,6 +24,7 @@ from benchmirt_bayes.response_types.asymptotes import (
     AsymptotePrior,
     asymptote_variables,
     capped_or_not,
+    draw_ceiling,
     section_problems,
 )
 from benchmirt_bayes.response_types.base import (
@@ -310,10 +311,9 @@ class BinaryLogistic(ResponseModel):
         kind = np.select([plan.capped, plan.floored], [FOUR_PL, THREE_PL], TWO_PL).astype(np.int8)
 
         def random(th, a, d, g, u, s, rng, size):
-            capped = (kind == FOUR_PL) & (rng.random(np.shape(s)) < s)
             eta = linear_predictor(th, a, d)
             shape = (*(size or ()), th.shape[-2], a.shape[-2])
-            return self.draw(eta, rng, shape, floor=g, ceiling=np.where(capped, u, 1.0))
+            return self.draw(eta, rng, shape, floor=g, ceiling=draw_ceiling(u, s, rng))  # s = 0: no cap
 
         return pm.CustomDist(
             name,

@@ -15,6 +15,10 @@ the linear predictor ``η`` of chosen cells (every response probability is a fun
 ``η`` and the item's own parameters), items' multidimensional discrimination and difficulty,
 distances between LLMs' abilities, each benchmark's pooled intercept mean and its two
 spreads, and (two or more dimensions) the cosine between two benchmarks' mean loading vectors.
+Settings with floors (3PL) or floors and ceilings (4PL) monitor the chosen items' ``floor``
+and each benchmark's floor offset and spread too, and (4PL) the items' ``ceiling`` as every
+analysis reads it (capped or one, the indicator drawn back after the fit) and each benchmark's
+ceiling mean, spread and share of capped items.
 
 The replications share one compiled model: its observations are shared variables that each
 replication sets (:mod:`benchmirt_bayes.model.shared_data`), so a replication costs its
@@ -52,14 +56,17 @@ from benchmirt_bayes.inference.nutpie_run import compile_nutpie
 from benchmirt_bayes.model.layout import ResponseLayout
 from benchmirt_bayes.model.pymc_model import build_model
 from benchmirt_bayes.model.shared_data import observed_values, set_observations, with_shared_observations
+from benchmirt_bayes.model.spec import load_spec
 from benchmirt_bayes.posterior import kept_variables, mean_field_of_record
 from benchmirt_bayes.response_types import DEFAULT_TYPE, RESPONSE_TYPES, response_model
+from benchmirt_bayes.response_types.asymptotes import ASYMPTOTE_KINDS, CEILING_ITEM_DIM, draw_ceiling
 from benchmirt_bayes.response_types.base import (
     cell_linear_predictor,
     linear_predictor,
     mdisc,
     multidimensional_difficulty,
 )
+from benchmirt_bayes.response_types.capped_ceilings import draw_ceilings
 
 N_PICKS = 3
 """Cells, items and LLM pairs monitored per setting."""
@@ -77,6 +84,11 @@ class SbcSetting:
         Latent dimensions, of the simulation and of the fits.
     response_type
         Response type of every item (``"binary"``, ``"graded"``, ``"continuous"``, ``"count"``).
+    asymptotes
+        Binary items only: ``"2pl"`` (none), ``"3pl"`` (floors) or ``"4pl"`` (floors and
+        ceilings) for every benchmark, with the ``[binary]`` section's priors.
+    n_options
+        Answer options of every item (the floors' prior centre is ``1 / n_options``).
 
     """
 
@@ -85,19 +97,34 @@ class SbcSetting:
     n_benchmarks: int = 2
     n_dims: int = 2
     response_type: str = DEFAULT_TYPE
+    asymptotes: str = "2pl"
+    n_options: int = 4
 
     def __post_init__(self) -> None:
         minimum = {"n_llms": 5, "items_per_benchmark": N_PICKS, "n_benchmarks": 1, "n_dims": 1}
+        minimum["n_options"] = 2
         for name, low in minimum.items():
             check_integer(name, getattr(self, name), minimum=low)
         if self.response_type not in RESPONSE_TYPES:
             raise ValueError(f"response_type must be one of {RESPONSE_TYPES}, got {self.response_type!r}")
+        if self.asymptotes not in ASYMPTOTE_KINDS:
+            raise ValueError(f"asymptotes must be one of {list(ASYMPTOTE_KINDS)}, got {self.asymptotes!r}")
+        if self.asymptotes != "2pl" and self.response_type != DEFAULT_TYPE:
+            raise ValueError(f"asymptotes are for binary items; {self.response_type!r} items have none")
 
     @property
     def label(self) -> str:
         """A short description, e.g. ``binary, 30 LLMs x 40 items, 2 dims``."""
         n_items = self.items_per_benchmark * self.n_benchmarks
-        return f"{self.response_type}, {self.n_llms} LLMs x {n_items} items, {self.n_dims} dims"
+        kind = "" if self.asymptotes == "2pl" else f" {self.asymptotes.upper()} ({self.n_options} options)"
+        return f"{self.response_type}{kind}, {self.n_llms} LLMs x {n_items} items, {self.n_dims} dims"
+
+    def spec_overrides(self) -> dict[str, Any]:
+        """The ``[binary]`` fields that give every benchmark the setting's asymptotes (none for the 2PL)."""
+        if self.asymptotes == "2pl":
+            return {}
+        options = {f"bench_{b}": self.n_options for b in range(self.n_benchmarks)}
+        return {DEFAULT_TYPE: {"asymptotes": self.asymptotes, "n_options": options}}
 
 
 def sbc_design(setting: SbcSetting, seed: int = 0) -> ResponseMatrix:
@@ -171,6 +198,13 @@ def monitored_quantities(params: Mapping[str, np.ndarray], picks: MonitoredPicks
     if means.shape[-1] >= 2 and means.shape[-2] >= 2:
         first, second = means[:, 0], means[:, 1]
         out["benchmark_loading_cosine"] = ((first * second).sum(-1) / (mdisc(first) * mdisc(second)))[:, None]
+    for item_level, benchmark_level in (
+        ("floor", ("floor_offset", "floor_spread")),
+        ("ceiling", ("ceiling_mean", "ceiling_spread", "capped_share")),
+    ):
+        if item_level in params:
+            out[item_level] = np.asarray(params[item_level])[:, picks.items]
+            out |= {name: np.asarray(params[name]) for name in benchmark_level}
     return out
 
 
@@ -228,6 +262,8 @@ def simulation_based_calibration(
     if method == "nuts":
         nuts = {"chains": 2, "tune": 500, "draws": 500} | dict(nuts or {})
     design = sbc_design(setting, seed)
+    if setting.spec_overrides():
+        spec = load_spec(spec).with_overrides(setting.spec_overrides())
     settings = resolve_settings(design, setting.n_dims, method=method, nuts=nuts, advi=advi, spec=spec)
     with pytensor.config.change_flags(numba__fastmath=False):  # as fit_once: reproducible draws
         return _run(setting, design, settings, method, n_replications, seed, n_ranks, progressbar)
@@ -250,6 +286,7 @@ def _run(
     with base:
         prior = pm.sample_prior_predictive(draws=n_replications, var_names=names + own, random_seed=seed)
     prior = prior["prior"].to_dataset().isel(chain=0)
+    ceilings = _CeilingDraw.of(base, design) if "capped_ceiling" in prior else None
     layout = ResponseLayout.from_responses(design)
     picks = MonitoredPicks.choose(design.n_llms, design.n_items, seed)
     nutpie_model = None
@@ -262,6 +299,8 @@ def _run(
     for r in track(range(n_replications), f"SBC {method}: {setting.label}", disable=not progressbar):
         rng = np.random.default_rng([seed, 2, r])
         truth = {name: prior[name].values[r] for name in prior.data_vars}
+        if ceilings is not None:
+            truth["ceiling"] = ceilings.draw(truth, rng)
         eta = linear_predictor(truth["ability"], truth["loading"], truth["intercept"])
         responses = design.with_values(layout.draw(eta, layout.parameters(truth), rng))
         fresh = build_model(responses, setting.n_dims, spec=settings.spec, likelihood=settings.likelihood)
@@ -275,10 +314,14 @@ def _run(
             warnings.warn(f"SBC {method}: replication {r} failed: {error}", RuntimeWarning, stacklevel=3)
             continue
         seconds = time.perf_counter() - start
-        draws = raw.posterior.stack(sample=("chain", "draw")).transpose("sample", ...)
+        posterior = raw.posterior
+        if ceilings is not None:
+            posterior = draw_ceilings(posterior, responses, fit_seed)
+        monitored = names + ["ceiling"] * (ceilings is not None)
+        draws = posterior.stack(sample=("chain", "draw")).transpose("sample", ...)
         keep = np.linspace(0, draws.sizes["sample"] - 1, n_ranks).round().astype(int)
-        fitted = monitored_quantities({n: draws[n].values[keep] for n in names}, picks)
-        true = monitored_quantities({n: truth[n][None] for n in names}, picks)
+        fitted = monitored_quantities({n: draws[n].values[keep] for n in monitored}, picks)
+        true = monitored_quantities({n: truth[n][None] for n in monitored}, picks)
         for name, values in fitted.items():
             ranks.setdefault(name, []).append(normalised_ranks(values, true[name][0], rng))
         record = {"seconds": seconds, "failed": False}
@@ -286,12 +329,37 @@ def _run(
             record["divergences"] = (
                 int(raw.sample_stats["diverging"].sum()) if "diverging" in raw.sample_stats else 0
             )
-            record["max_rhat"] = _max_rhat(raw.posterior, names, picks)
+            record["max_rhat"] = _max_rhat(posterior, monitored, picks)
         else:
             q = mean_field_of_record(raw.elbo)
             record["pareto_k"] = mean_field_pareto_k(shared, q, seed=[seed, 3, r], log_density=log_density)
         records.append(record)
     return _tree(setting, settings, method, seed, n_ranks, ranks, records)
+
+
+@dataclass(frozen=True)
+class _CeilingDraw:
+    """Where a 4PL model's capped items sit and whose share of capped items each has."""
+
+    columns: np.ndarray
+    benchmark_codes: np.ndarray
+    n_items: int
+
+    @classmethod
+    def of(cls, model: pm.Model, design: ResponseMatrix) -> _CeilingDraw:
+        items = pd.Index(np.asarray(design.items, dtype=str))
+        capped = np.asarray(model.coords[CEILING_ITEM_DIM], dtype=str)
+        columns = items.get_indexer(capped)
+        benchmarks = pd.Index(np.asarray(model.coords["ceiling_benchmark"], dtype=str))
+        codes = benchmarks.get_indexer(np.asarray(design.benchmarks, dtype=str)[columns])
+        return cls(columns, codes, design.n_items)
+
+    def draw(self, truth: Mapping[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
+        """Every item's ceiling for one prior draw: capped with its benchmark's share, else one."""
+        ceiling = np.ones(self.n_items)
+        share = truth["capped_share"][self.benchmark_codes]
+        ceiling[self.columns] = draw_ceiling(truth["capped_ceiling"], share, rng)
+        return ceiling
 
 
 def _max_rhat(posterior: xr.Dataset, names: list[str], picks: MonitoredPicks) -> float:
@@ -302,7 +370,8 @@ def _max_rhat(posterior: xr.Dataset, names: list[str], picks: MonitoredPicks) ->
     flat = {n: posterior[n].values.reshape(chains * draws, *posterior[n].shape[2:]) for n in names}
     values = np.concatenate(list(monitored_quantities(flat, picks).values()), axis=1)
     values = values.reshape(chains, draws, -1)
-    return float(np.max(array_stats.rhat(values, chain_axis=0, draw_axis=1)))
+    # a ceiling of one in every draw (an item drawn uncapped throughout) has no R-hat
+    return float(np.nanmax(array_stats.rhat(values, chain_axis=0, draw_axis=1)))
 
 
 def _tree(
