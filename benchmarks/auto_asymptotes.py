@@ -15,9 +15,12 @@ abilities and intercepts, R-hat, divergences) with the chosen fit's time per eff
 over the 2PL's (issue #42 asks for at most 1.5×). NUTS at the harness's budget (2 chains × (500
 + 500), ``--draws`` / ``--tune`` / ``--chains``), not ``fit_posterior``'s default length: three
 to four NUTS fits of 4PL-sized models at the default length would take hours on 2 cores.
-Asserts nothing.
+``--llms`` simulates the same design with another number of LLMs, ``--nothing-planted``
+without floors or ceilings (every benchmark should keep the 2PL): whether the recommendation
+holds at 20, 50 and 150 LLMs. Asserts nothing.
 
     python benchmarks/auto_asymptotes.py --out OUT/auto_asymptotes.md   # about 30 minutes
+    python benchmarks/auto_asymptotes.py --llms 20 --nothing-planted --out OUT/auto_20_null.md
     python benchmarks/auto_asymptotes.py --smoke --out OUT/auto_asymptotes.md
 """
 
@@ -58,10 +61,13 @@ def main() -> None:
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--llms", type=int, default=100, help="LLMs of the simulated set (not --smoke)")
+    parser.add_argument("--nothing-planted", action="store_true", help="no floors or ceilings planted")
     parser.add_argument("--out", default="benchmark_results/auto_asymptotes.md")
     args = parser.parse_args()
     log = elapsed_logger()
-    responses = make_data("S", args.smoke, planted=True)
+    planted = not args.nothing_planted
+    responses = make_data("S", args.smoke, planted=planted, n_llms=args.llms)
     spec = {"binary": {"asymptotes": "auto", "n_options": MULTIPLE_CHOICE}}
     nuts = {"chains": args.chains, "tune": args.tune, "draws": args.draws}
     log(f"{responses}: choose_asymptotes over {CANDIDATES}, NUTS {nuts}")
@@ -69,8 +75,10 @@ def main() -> None:
     log(f"chosen: {choice.chosen}")
 
     table = choice.comparison.copy()
-    planted = table["benchmark"].map(lambda b: "floors, a quarter capped" if b in MULTIPLE_CHOICE else "none")
-    table.insert(1, "planted", planted)
+    plants = table["benchmark"].map(
+        lambda b: "floors, a quarter capped" if planted and b in MULTIPLE_CHOICE else "none"
+    )
+    table.insert(1, "planted", plants)
     kinds = set(choice.chosen.values())
     fits = {f"{kind} (every benchmark)": choice.candidate_fits[kind] for kind in CANDIDATES}
     final = f"{next(iter(kinds))} (every benchmark)" if len(kinds) == 1 else "chosen (refit)"

@@ -96,7 +96,8 @@ PLANTED_SPECS = {
 fitted (default NUTS) as a 2PL and with those benchmarks 4PL: the cost of the 4PL (issue #42)."""
 
 
-def make_data(size: str, smoke: bool, planted: bool = False):
+def make_data(size: str, smoke: bool, planted: bool = False, n_llms: int = 100):
+    """The harness's data set of ``size`` (``n_llms`` LLMs; the smoke set has 30)."""
     from benchmirt_bayes import AsymptotePlan, simulate_benchmirt
     from benchmirt_bayes.simulation.datasets import load_builtin
 
@@ -109,7 +110,7 @@ def make_data(size: str, smoke: bool, planted: bool = False):
         if planted:
             raise ValueError("the planted rows are simulated at S and M only")
         return load_builtin().responses
-    return simulate_benchmirt(scale=SIZES[size] / 34312, n_llms=100, seed=1, asymptotes=plan).responses
+    return simulate_benchmirt(scale=SIZES[size] / 34312, n_llms=n_llms, seed=1, asymptotes=plan).responses
 
 
 def reference_model(train):
