@@ -119,6 +119,18 @@ def test_a_small_calibration_run_records_ranks_and_fit_diagnostics(method):
     assert len([ax for ax in fig.axes if ax.get_visible()]) == len(sbc.data_vars)
 
 
+def test_ranks_of_a_point_mass_are_uniform_when_the_posterior_is_the_truths_distribution():
+    # a ceiling: one with probability 0.7, else uniform below one; truth and draws alike
+    rng = np.random.default_rng(1)
+
+    def ceilings(shape):
+        return np.where(rng.random(shape) < 0.7, 1.0, rng.uniform(0.5, 1.0, shape))
+
+    u = np.concatenate([normalised_ranks(ceilings((99, 1)), ceilings(1), rng) for _ in range(2000)])
+    counts = np.histogram(u, bins=10, range=(0, 1))[0]
+    assert counts.min() > 150 and counts.max() < 250  # 200 each; ranks without tie-breaks put none above 0.4
+
+
 def test_a_calibration_run_with_floors_and_ceilings_monitors_them():
     setting = SbcSetting(n_llms=12, items_per_benchmark=4, n_benchmarks=2, n_dims=1, asymptotes="4pl")
     assert setting.label == "binary 4PL (4 options), 12 LLMs x 8 items, 1 dims"

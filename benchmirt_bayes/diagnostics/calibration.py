@@ -24,8 +24,13 @@ def normalised_ranks(posterior: np.ndarray, truth: np.ndarray, rng: np.random.Ge
     """``(rank + u) / (L + 1)`` per column: ``rank`` = posterior draws below the truth, ``u ~ U(0, 1)``.
 
     ``posterior`` is ``(L, k)``, ``truth`` ``(k,)``; uniform on ``(0, 1)`` when calibrated.
+    Draws equal to the truth (a quantity with a point mass, such as a ceiling of exactly one)
+    are ties: a uniformly chosen number of them counts as below, so that the ranks stay uniform.
     """
     below = (posterior < truth).sum(axis=0)
+    ties = (posterior == truth).sum(axis=0)
+    if ties.any():  # continuous quantities have none, and draw nothing more from rng
+        below = below + rng.integers(0, ties + 1)
     return (below + rng.random(below.shape)) / (posterior.shape[0] + 1)
 
 
