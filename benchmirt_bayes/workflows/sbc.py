@@ -101,8 +101,13 @@ class SbcSetting:
     n_options: int = 4
 
     def __post_init__(self) -> None:
-        minimum = {"n_llms": 5, "items_per_benchmark": N_PICKS, "n_benchmarks": 1, "n_dims": 1}
-        minimum["n_options"] = 2
+        minimum = {
+            "n_llms": 5,
+            "items_per_benchmark": N_PICKS,
+            "n_benchmarks": 1,
+            "n_dims": 1,
+            "n_options": 2,
+        }
         for name, low in minimum.items():
             check_integer(name, getattr(self, name), minimum=low)
         if self.response_type not in RESPONSE_TYPES:
