@@ -267,8 +267,9 @@ def simulation_based_calibration(
     if method == "nuts":
         nuts = {"chains": 2, "tune": 500, "draws": 500} | dict(nuts or {})
     design = sbc_design(setting, seed)
-    if setting.spec_overrides():
-        spec = load_spec(spec).with_overrides(setting.spec_overrides())
+    overrides = setting.spec_overrides()
+    if overrides:
+        spec = load_spec(spec).with_overrides(overrides)
     settings = resolve_settings(design, setting.n_dims, method=method, nuts=nuts, advi=advi, spec=spec)
     with pytensor.config.change_flags(numba__fastmath=False):  # as fit_once: reproducible draws
         return _run(setting, design, settings, method, n_replications, seed, n_ranks, progressbar)
