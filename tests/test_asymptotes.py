@@ -252,9 +252,10 @@ def test_the_model_terms_equal_the_layout_log_likelihood_with_floors_and_ceiling
     assert np.isfinite(model.compile_dlogp()(point)).all()
     draws = np.asarray(pm.draw(model["correct_asymptotic"], draws=3, random_seed=1))
     assert draws.shape == (3, floored.size) and set(np.unique(draws)) <= {0, 1}
-    # the fused kernel (the default form here) gives the same total, as one observed matrix
-    fused = build_model(responses, 2, spec=SPEC)
-    assert fused.benchmirt_likelihood == "fused" and not fused.potentials
+    # the fused kernels give the same total, as one observed matrix (in float64 here: the
+    # default "fused" computes the 2PL items' cells in float32, tested in test_fused_asymptotes)
+    fused = build_model(responses, 2, spec=SPEC, likelihood="fused64")
+    assert fused.benchmirt_likelihood == "fused64" and not fused.potentials
     total = plain.sum() + floored.sum() + float(np.sum(potential))
     (matrix,) = fused.compile_logp(vars=fused.observed_RVs, sum=False)(point)
     assert float(np.sum(matrix)) == pytest.approx(total, rel=1e-9)

@@ -40,10 +40,12 @@ def _reference_graph(y, kind):
     return pytensor.function(inputs, [total, *pytensor.grad(total, inputs)])
 
 
-def _problem(seed, n_llm=9, n_item=12, n_dims=2):
+def _problem(seed, n_llm=9, n_item=12, n_dims=2, kinds=(THREE_PL, FOUR_PL), arrange=np.repeat):
+    """Random responses and parameters; ``arrange=np.repeat`` puts the kinds in blocks (as the kernel
+    wants them), ``np.tile`` interleaves them."""
     rng = np.random.default_rng(seed)
     y = encode_responses(rng.integers(0, 2, size=(n_llm, n_item)), rng.random((n_llm, n_item)) > 0.15)
-    kind = np.array([TWO_PL, THREE_PL, FOUR_PL] * (n_item // 3), dtype=np.int8)
+    kind = arrange(np.array(kinds, dtype=np.int8), n_item // len(kinds))
     params = [
         rng.normal(0, 1.5, size=(n_llm, n_dims)),
         rng.normal(0, 1.5, size=(n_item, n_dims)),
@@ -59,7 +61,7 @@ def _problem(seed, n_llm=9, n_item=12, n_dims=2):
 def test_kernel_matches_the_cell_forms_log_likelihood_and_gradients(seed):
     y, kind, params = _problem(seed)
     if seed == 2:  # logits far beyond the kernel's cap of the exponential, both signs
-        params[2][:6] = [60.0, -60.0, 45.0, -45.0, 300.0, -300.0]
+        params[2][3:9] = [60.0, -60.0, 45.0, -45.0, 300.0, -300.0]
     expected = _reference_graph(y, kind)(*params)
     got = asymptotic_loglik_and_grad(y, kind, *params)
     assert got[0] == pytest.approx(float(expected[0]), rel=1e-10)
@@ -83,3 +85,21 @@ def test_op_gradient_in_numba_and_c_back_ends(mode):
     np.testing.assert_allclose(grads[3], ref[4] * 0.25, rtol=1e-10)
     for got, want in zip(grads[:3] + grads[4:], ref[1:4] + ref[5:], strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+@pytest.mark.parametrize("float64", [True, False])
+def test_2pl_items_among_floored_ones_take_the_2pl_kernel_and_the_same_log_likelihood(float64):
+    kinds = (TWO_PL, FOUR_PL, THREE_PL, TWO_PL, TWO_PL)
+    y, kind, params = _problem(4, n_llm=11, n_item=15, kinds=kinds, arrange=np.tile)
+    inputs = [pt.dmatrix(), pt.dmatrix(), pt.dvector(), pt.dvector(), pt.dvector(), pt.dvector()]
+    logp = fused_asymptotic_loglik(y, kind, *inputs, float64=float64)
+    got = pytensor.function(inputs, [logp, *pytensor.grad(logp, inputs)], mode="NUMBA")(*params)
+    expected = _reference_graph(y, kind)(*params)
+    # float32 cells (the default for 2PL items) agree to about 1e-6 of the largest gradient
+    rel, atol = (1e-10, 1e-10) if float64 else (1e-6, 1e-5)
+    assert got[0] == pytest.approx(float(expected[0]), rel=rel)
+    names = ("ability", "loading", "intercept", "floor", "ceiling", "share")
+    for name, g, e in zip(names, got[1:], expected[1:], strict=True):
+        np.testing.assert_allclose(g, e, rtol=rel, atol=atol, err_msg=name)
+    plain = kind == TWO_PL
+    assert np.all(got[4][plain] == 0) and np.all(got[5][kind != FOUR_PL] == 0)

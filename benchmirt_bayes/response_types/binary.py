@@ -244,8 +244,11 @@ class BinaryLogistic(ResponseModel):
         if plan.any:
             if form == "dense":
                 raise ValueError("binary items with floors or ceilings need likelihood 'fused' or 'cells'")
-            term = self._fused_asymptotic_term if form in FUSED_FORMS else self._asymptotic_term
-            return term(name, ability, loading, intercept, responses, plan, section)
+            if form in FUSED_FORMS:
+                return self._fused_asymptotic_term(
+                    name, ability, loading, intercept, responses, plan, section, float64=form == "fused64"
+                )
+            return self._asymptotic_term(name, ability, loading, intercept, responses, plan, section)
         observed = responses.observed
         if form in FUSED_FORMS:
             float64 = form == "fused64"
@@ -301,11 +304,14 @@ class BinaryLogistic(ResponseModel):
         responses: Any,
         plan: AsymptoteItems,
         section: Mapping[str, Any],
+        *,
+        float64: bool = False,
     ) -> pt.TensorVariable:
-        """Every cell through the one-pass kernel of :mod:`~benchmirt_bayes.response_types.fused_asymptotes`.
+        """Every cell through the one-pass kernels of :mod:`~benchmirt_bayes.response_types.fused_asymptotes`.
 
         The observed ``name`` is over ``(llm, item)``; its prior-predictive draws draw each 4PL
-        item's capped-or-not indicator first.
+        item's capped-or-not indicator first. ``float64``: the 2PL items' cells in float64
+        (the floored items' always are).
         """
         floor, ceiling, share = self._asymptote_variables(responses, plan, section)
         kind = np.select([plan.capped, plan.floored], [FOUR_PL, THREE_PL], TWO_PL).astype(np.int8)
@@ -323,7 +329,9 @@ class BinaryLogistic(ResponseModel):
             floor,
             ceiling,
             share,
-            logp=lambda value, th, a, d, g, u, s: fused_asymptotic_loglik(value, kind, th, a, d, g, u, s),
+            logp=lambda value, th, a, d, g, u, s: fused_asymptotic_loglik(
+                value, kind, th, a, d, g, u, s, float64=float64
+            ),
             random=random,
             signature="(llm,dim),(item,dim),(item),(item),(item),(item)->(llm,item)",
             observed=encode_responses(responses.values, responses.observed),

@@ -1,39 +1,47 @@
 """The 2PL/3PL/4PL log-likelihood of a binary matrix and its gradient in one pass.
 
 Each item is a 2PL (``kind`` 0), a 3PL (1: a floor ``g``) or a 4PL (2: a floor and, with
-probability ``share``, a ceiling ``u`` below one; else the ceiling is one). With
-``p = g + (u − g) σ(η)`` and ``q = 1 − p = (1 − u) + (u − g) σ(−η)``, a cell adds
-``log p`` or ``log q``; a 4PL item adds the log of its two likelihoods mixed,
-``log(share · L_capped + (1 − share) · L_one)``, the capped-or-not indicator summed out
-(:func:`~benchmirt_bayes.response_types.asymptotes.capped_or_not`). This is the same
-function the cell form writes as a graph (``BinaryLogistic.log_likelihood``), with the
-gradients with respect to abilities, loadings, intercepts, floors, ceilings and shares
-coming out of the same pass.
+probability ``share``, a ceiling ``u`` below one; else the ceiling is one). A cell adds
+``log p`` or ``log q``, ``p = g + (u − g) σ(η)``, ``q = 1 − p``; a 4PL item adds the log of
+its two likelihoods mixed, ``log(share · L_capped + (1 − share) · L_one)``, the capped-or-not
+indicator summed out (:func:`~benchmirt_bayes.response_types.asymptotes.capped_or_not`).
+This is the same function the cell form writes as a graph (``BinaryLogistic.log_likelihood``),
+with the gradients with respect to abilities, loadings, intercepts, floors, ceilings and
+shares coming out of the same pass.
 
-As in :mod:`~benchmirt_bayes.response_types.fused_logit`, each LLM's row of logits stays
-in cache and the exponential is the vectorisable polynomial with ``|η|`` capped at 40:
-``p`` and ``q`` are sums of non-negative terms, so the only effect of the cap is a
-probability of at least ``e^{−40}`` where the true one is smaller *and* the floor (for
-``p``) or ``1 − u`` (for ``q``) is below about ``10^{−15}``. Where the ceiling is exactly
-one, ``log q = log(1 − g) − softplus(η)`` is exact at every ``η``. A 4PL item's cell
-derivatives under both ceilings are kept until the whole matrix has been read, since their
-mixing weight (the posterior probability that the item is capped) depends on every cell of
-the item.
+The 2PL items go through :mod:`~benchmirt_bayes.response_types.fused_logit`'s kernel. A
+floored cell needs a logarithm, which numba calls as a scalar library function, so that a
+loop holding one is not vectorised; it is written instead with softplus alone, which the
+vectorisable polynomials of ``fused_logit`` give:
+
+``log p = log g + softplus(η + log u − log g) − softplus(η)``,
+``log q = log(1 − g) + softplus(η + log(1 − u) − log(1 − g)) − softplus(η)``
+
+(from ``p = (g + u e^η) / (1 + e^η)`` and ``q = ((1 − g) + (1 − u) e^η) / (1 + e^η)``), whose
+derivatives in ``η`` are ``σ(t) − σ(η)`` with ``t`` the shifted argument. At ``u = 1`` the
+shift of ``log q`` is ``−∞``: it is taken as :data:`NO_CAP`, beyond the polynomials' cap of
+``|η|`` at 40, which changes ``log q`` by less than 5e-18. Each LLM's row of logits stays in
+cache; a 4PL item's cell derivatives under both ceilings are kept until the whole matrix has
+been read, since their mixing weight (the posterior probability that the item is capped)
+depends on every cell of the item.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numba
 import numpy as np
 import pytensor.tensor as pt
+from numba.core.errors import NumbaIRAssumptionWarning
 
 from benchmirt_bayes.response_types import fused_logit
 from benchmirt_bayes.response_types.fused_logit import (
     _JIT,
     FusedKernelOp,
     accumulate_row,
+    fused_loglik,
     kernel_version,
     logistic_parts,
     row_logits,
@@ -42,29 +50,12 @@ from benchmirt_bayes.response_types.fused_logit import (
 TWO_PL, THREE_PL, FOUR_PL = 0, 1, 2
 """Codes of an item's kind in the ``kind`` vector."""
 
+# numba's SSA pass notes ("... is not in scope") when one function inlines the polynomials
+# more than once; the compiled kernel is tested against the cell form's graph
+warnings.filterwarnings("ignore", r".*_logistic_parts_typed.* is not in scope", NumbaIRAssumptionWarning)
 
-@numba.njit(inline="always", **_JIT)
-def _cell(y: int, s: float, s_bar: float, g: float, u: float) -> tuple[float, float, float, float]:
-    """``log P(y)`` and its derivatives in ``η``, ``g`` and ``u`` for a ceiling ``u < 1``.
-
-    ``s = σ(η)``, ``s_bar = σ(−η)``; ``∂p/∂η = (u − g) s s̄``, ``∂p/∂g = s̄``, ``∂p/∂u = s``.
-    """
-    if y == 1:
-        p = g + (u - g) * s
-        return math.log(p), (u - g) * s * s_bar / p, s_bar / p, s / p
-    q = (1.0 - u) + (u - g) * s_bar
-    return math.log(q), -(u - g) * s * s_bar / q, -s_bar / q, -s / q
-
-
-@numba.njit(inline="always", **_JIT)
-def _cell_at_one(
-    y: int, s: float, s_bar: float, g: float, log_one_minus_g: float, softplus: float
-) -> tuple[float, float, float]:
-    """:func:`_cell` at ``u = 1`` (no derivative in ``u``), with ``log q`` exact at every ``η``."""
-    if y == 1:
-        p = g + (1.0 - g) * s
-        return math.log(p), (1.0 - g) * s * s_bar / p, s_bar / p
-    return log_one_minus_g - softplus, -s, -1.0 / (1.0 - g)
+NO_CAP = -1e6
+"""The shift of ``log q`` at a ceiling of one (``log 0``; any value below −80 gives the same)."""
 
 
 @numba.njit(**_JIT)
@@ -78,19 +69,19 @@ def asymptotic_loglik_and_grad(
     ceiling: np.ndarray,
     share: np.ndarray,
 ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Log-likelihood of ``responses`` and its gradients with respect to the six parameters.
+    """Log-likelihood of floored items' ``responses`` and its gradients in the six parameters.
 
     Parameters
     ----------
     responses
         ``(n_llm, n_item)`` int8: 1 correct, 0 wrong, -1 unobserved.
     kind
-        ``(n_item,)`` int8: :data:`TWO_PL`, :data:`THREE_PL` or :data:`FOUR_PL`.
+        ``(n_item,)`` int8: :data:`THREE_PL` or :data:`FOUR_PL`, the 4PL items last.
     ability, loading, intercept
         ``(n_llm, n_dim)``, ``(n_item, n_dim)``, ``(n_item,)``.
     floor, ceiling, share
-        ``(n_item,)``: the floor (read for 3PL and 4PL items), the ceiling of a capped 4PL
-        item and its benchmark's share of capped items (read for 4PL items only).
+        ``(n_item,)``: the floor, the ceiling of a capped 4PL item and its benchmark's share
+        of capped items (the last two read for 4PL items only).
 
     Returns
     -------
@@ -99,6 +90,9 @@ def asymptotic_loglik_and_grad(
         an item's kind does not read the parameter).
 
     """
+    # rows are read as vectors: a column selection of a C matrix (numpy's
+    # ``y[:, items]``) is Fortran-ordered, and the loops over its strided rows do not vectorise
+    responses = np.ascontiguousarray(responses)
     n_llm, n_item = responses.shape
     n_dim = ability.shape[1]
     loading_rows = np.ascontiguousarray(loading.T)
@@ -108,56 +102,79 @@ def asymptotic_loglik_and_grad(
     grad_floor = np.zeros(n_item)
     grad_ceiling = np.zeros(n_item)
     grad_share = np.zeros(n_item)
-    log_one_minus_floor = np.log1p(-floor)
-    four = np.flatnonzero(kind == FOUR_PL)
-    slot = np.full(n_item, -1)
-    for j in range(four.size):
-        slot[four[j]] = j
+    log_floor, log_one_minus_floor = np.log(floor), np.log1p(-floor)
+    inverse_floor, inverse_one_minus_floor = 1.0 / floor, 1.0 / (1.0 - floor)
+    three = (kind == THREE_PL).astype(np.float64)  # 4PL items' terms wait for their weights
+    n_four = int(np.sum(kind == FOUR_PL))
+    first_four = n_item - n_four
+    if np.any(kind[first_four:] != FOUR_PL):
+        raise ValueError("the 4PL items must come after the 3PL items")
+    capped = ceiling[first_four:]
+    capped_shift_correct = np.log(capped) - log_floor[first_four:]
+    capped_shift_wrong = np.log1p(-capped) - log_one_minus_floor[first_four:]
+    inverse_ceiling, inverse_one_minus_ceiling = 1.0 / capped, 1.0 / (1.0 - capped)
     # per 4PL item: sums of cell log-likelihoods and of floor/ceiling derivatives with the
     # ceiling at u ("capped") and at one ("open"), and every cell's η-derivative under both
-    sum_capped, sum_open = np.zeros(four.size), np.zeros(four.size)
-    floor_capped, floor_open = np.zeros(four.size), np.zeros(four.size)
-    ceiling_capped = np.zeros(four.size)
-    residual_capped = np.zeros((n_llm, four.size))
-    residual_open = np.zeros((n_llm, four.size))
+    sum_capped, sum_open = np.zeros(n_four), np.zeros(n_four)
+    floor_capped, floor_open = np.zeros(n_four), np.zeros(n_four)
+    ceiling_capped = np.zeros(n_four)
+    residual_capped = np.zeros((n_llm, n_four))
+    residual_open = np.zeros((n_llm, n_four))
     eta = np.empty(n_item)
+    softplus_row, sigmoid_row = np.empty(n_item), np.empty(n_item)
+    log_lik_open, floor_derivative_open = np.empty(n_item), np.empty(n_item)
     residual = np.empty(n_item)
     total = 0.0
     for i in range(n_llm):
         row_logits(eta, intercept, loading_rows, ability[i])
         answers = responses[i]
-        for k in range(n_item):
+        row_total = 0.0
+        for k in range(n_item):  # every cell with the ceiling at one: vectorised
             y = answers[k]
-            residual[k] = 0.0
-            if y < 0:
-                continue
+            correct = y == 1
             x = eta[k]
-            softplus, s, s_bar = logistic_parts(x)
-            if kind[k] == TWO_PL:
-                total += y * x - softplus
-                residual[k] = y - s
-                continue
-            g = floor[k]
-            ll, d_eta, d_floor = _cell_at_one(y, s, s_bar, g, log_one_minus_floor[k], softplus)
-            if kind[k] == THREE_PL:
-                total += ll
-                residual[k] = d_eta
-                grad_floor[k] += d_floor
-                continue
-            j = slot[k]
-            sum_open[j] += ll
-            floor_open[j] += d_floor
-            residual_open[i, j] = d_eta
-            ll, d_eta, d_floor, d_ceiling = _cell(y, s, s_bar, g, ceiling[k])
-            sum_capped[j] += ll
-            floor_capped[j] += d_floor
-            ceiling_capped[j] += d_ceiling
-            residual_capped[i, j] = d_eta
+            softplus, sigmoid, _ = logistic_parts(x)
+            base = log_floor[k] if correct else log_one_minus_floor[k]
+            shift = -log_floor[k] if correct else NO_CAP
+            softplus_t, sigmoid_t, sigmoid_minus_t = logistic_parts(x + shift)
+            ll, d_eta = base + softplus_t - softplus, sigmoid_t - sigmoid
+            d_floor = sigmoid_minus_t * (inverse_floor[k] if correct else -inverse_one_minus_floor[k])
+            observed = y >= 0
+            ll = ll if observed else 0.0
+            d_eta = d_eta if observed else 0.0
+            d_floor = d_floor if observed else 0.0
+            softplus_row[k], sigmoid_row[k] = softplus, sigmoid
+            log_lik_open[k], floor_derivative_open[k] = ll, d_floor
+            row_total += three[k] * ll
+            residual[k] = d_eta
+            grad_floor[k] += three[k] * d_floor
+        total += row_total
+        for j in range(n_four):  # 4PL cells' terms at one wait for their weights
+            k = first_four + j
+            sum_open[j] += log_lik_open[k]
+            floor_open[j] += floor_derivative_open[k]
+            residual_open[i, j] = residual[k]
+            residual[k] = 0.0
+        for j in range(n_four):  # 4PL cells with the ceiling at u
+            k = first_four + j
+            y = answers[k]
+            correct = y == 1
+            observed = y >= 0
+            base = log_floor[k] if correct else log_one_minus_floor[k]
+            shift = capped_shift_correct[j] if correct else capped_shift_wrong[j]
+            softplus_t, sigmoid_t, sigmoid_minus_t = logistic_parts(eta[k] + shift)
+            ll, d_eta = base + softplus_t - softplus_row[k], sigmoid_t - sigmoid_row[k]
+            d_floor = sigmoid_minus_t * (inverse_floor[k] if correct else -inverse_one_minus_floor[k])
+            d_ceiling = sigmoid_t * (inverse_ceiling[j] if correct else -inverse_one_minus_ceiling[j])
+            sum_capped[j] += ll if observed else 0.0
+            residual_capped[i, j] = d_eta if observed else 0.0
+            floor_capped[j] += d_floor if observed else 0.0
+            ceiling_capped[j] += d_ceiling if observed else 0.0
         for k in range(n_item):
             grad_intercept[k] += residual[k]
         accumulate_row(residual, ability[i], loading_rows, grad_loading_rows, grad_ability[i])
-    for j in range(four.size):
-        k = four[j]
+    for j in range(n_four):
+        k = first_four + j
         with_cap = math.log(share[k]) + sum_capped[j]
         without = math.log1p(-share[k]) + sum_open[j]
         high, low = max(with_cap, without), min(with_cap, without)
@@ -204,14 +221,42 @@ KERNEL_VERSION = kernel_version(__file__, fused_logit.__file__)
 
 
 def fused_asymptotic_loglik(
-    responses: pt.TensorLike,
-    kind: pt.TensorLike,
+    responses: np.ndarray,
+    kind: np.ndarray,
     ability: pt.TensorLike,
     loading: pt.TensorLike,
     intercept: pt.TensorLike,
     floor: pt.TensorLike,
     ceiling: pt.TensorLike,
     share: pt.TensorLike,
+    *,
+    float64: bool = False,
 ) -> pt.TensorVariable:
-    """The 2PL/3PL/4PL log-likelihood as a scalar PyTensor expression with a one-pass gradient."""
-    return fused_asymptotic_logit(responses, kind, ability, loading, intercept, floor, ceiling, share)[0]
+    """The 2PL/3PL/4PL log-likelihood as a scalar PyTensor expression with one-pass gradients.
+
+    ``responses`` (int8, :func:`~benchmirt_bayes.response_types.fused_logit.encode_responses`)
+    and ``kind`` are data; the 2PL items' cells are computed by
+    :func:`~benchmirt_bayes.response_types.fused_logit.fused_loglik` (in float32 unless
+    ``float64``), the floored items' in float64 by :func:`asymptotic_loglik_and_grad`.
+    """
+    kind = np.asarray(kind)
+    plain = np.flatnonzero(kind == TWO_PL)
+    floored = np.concatenate([np.flatnonzero(kind == THREE_PL), np.flatnonzero(kind == FOUR_PL)])
+    total = pt.constant(0.0)
+    if plain.size:
+        total = fused_loglik(responses[:, plain], ability, loading[plain], intercept[plain], float64=float64)
+    if floored.size:
+        total = (
+            total
+            + fused_asymptotic_logit(
+                responses[:, floored],
+                kind[floored],
+                ability,
+                loading[floored],
+                intercept[floored],
+                floor[floored],
+                ceiling[floored],
+                share[floored],
+            )[0]
+        )
+    return total

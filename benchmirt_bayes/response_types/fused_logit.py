@@ -154,6 +154,9 @@ def _bernoulli_logit_pass(
     responses: np.ndarray, ability: np.ndarray, loading: np.ndarray, intercept: np.ndarray
 ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
     """The pass of :func:`loglik_and_grad` in the parameters' precision (float32 or float64)."""
+    # rows are read as vectors: a column selection of a C matrix (numpy's
+    # ``y[:, items]``) is Fortran-ordered, and the loops over its strided rows do not vectorise
+    responses = np.ascontiguousarray(responses)
     n_llm, n_item = responses.shape
     n_dim = ability.shape[1]
     dtype = ability.dtype
