@@ -113,6 +113,10 @@ def asymptotic_loglik_and_grad(
     capped_shift_correct = np.log(capped) - log_floor[first_four:]
     capped_shift_wrong = np.log1p(-capped) - log_one_minus_floor[first_four:]
     inverse_ceiling, inverse_one_minus_ceiling = 1.0 / capped, 1.0 / (1.0 - capped)
+    log_floor_four, log_one_minus_floor_four = log_floor[first_four:], log_one_minus_floor[first_four:]
+    inverse_floor_four = inverse_floor[first_four:]
+    inverse_one_minus_floor_four = inverse_one_minus_floor[first_four:]
+    cell_log_lik, cell_floor, cell_ceiling = np.empty(n_four), np.empty(n_four), np.empty(n_four)
     # per 4PL item: sums of cell log-likelihoods and of floor/ceiling derivatives with the
     # ceiling at u ("capped") and at one ("open"), and every cell's η-derivative under both
     sum_capped, sum_open = np.zeros(n_four), np.zeros(n_four)
@@ -155,21 +159,30 @@ def asymptotic_loglik_and_grad(
             floor_open[j] += floor_derivative_open[k]
             residual_open[i, j] = residual[k]
             residual[k] = 0.0
-        for j in range(n_four):  # 4PL cells with the ceiling at u
-            k = first_four + j
-            y = answers[k]
+        capped_row = residual_capped[i]
+        answers_four, eta_four = answers[first_four:], eta[first_four:]
+        softplus_four, sigmoid_four = softplus_row[first_four:], sigmoid_row[first_four:]
+        # 4PL cells with the ceiling at u: per-cell terms first, summed in a loop of their own
+        # (accumulating in the same loop kept LLVM from vectorising it)
+        for j in range(n_four):
+            y = answers_four[j]
             correct = y == 1
             observed = y >= 0
-            base = log_floor[k] if correct else log_one_minus_floor[k]
+            base = log_floor_four[j] if correct else log_one_minus_floor_four[j]
             shift = capped_shift_correct[j] if correct else capped_shift_wrong[j]
-            softplus_t, sigmoid_t, sigmoid_minus_t = logistic_parts(eta[k] + shift)
-            ll, d_eta = base + softplus_t - softplus_row[k], sigmoid_t - sigmoid_row[k]
-            d_floor = sigmoid_minus_t * (inverse_floor[k] if correct else -inverse_one_minus_floor[k])
+            softplus_t, sigmoid_t, sigmoid_minus_t = logistic_parts(eta_four[j] + shift)
+            ll, d_eta = base + softplus_t - softplus_four[j], sigmoid_t - sigmoid_four[j]
+            floor_factor = inverse_floor_four[j] if correct else -inverse_one_minus_floor_four[j]
+            d_floor = sigmoid_minus_t * floor_factor
             d_ceiling = sigmoid_t * (inverse_ceiling[j] if correct else -inverse_one_minus_ceiling[j])
-            sum_capped[j] += ll if observed else 0.0
-            residual_capped[i, j] = d_eta if observed else 0.0
-            floor_capped[j] += d_floor if observed else 0.0
-            ceiling_capped[j] += d_ceiling if observed else 0.0
+            capped_row[j] = d_eta if observed else 0.0
+            cell_log_lik[j] = ll if observed else 0.0
+            cell_floor[j] = d_floor if observed else 0.0
+            cell_ceiling[j] = d_ceiling if observed else 0.0
+        for j in range(n_four):
+            sum_capped[j] += cell_log_lik[j]
+            floor_capped[j] += cell_floor[j]
+            ceiling_capped[j] += cell_ceiling[j]
         for k in range(n_item):
             grad_intercept[k] += residual[k]
         accumulate_row(residual, ability[i], loading_rows, grad_loading_rows, grad_ability[i])
