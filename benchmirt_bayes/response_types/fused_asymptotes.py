@@ -55,7 +55,8 @@ TWO_PL, THREE_PL, FOUR_PL = 0, 1, 2
 warnings.filterwarnings("ignore", r".*_logistic_parts_typed.* is not in scope", NumbaIRAssumptionWarning)
 
 NO_CAP = -1e6
-"""The shift of ``log q`` at a ceiling of one (``log 0``; any value below −80 gives the same)."""
+"""The shift of ``log q`` at a ceiling of one (``log 0``): ``η + NO_CAP`` is below −40, the
+polynomials' cap, for any ``η`` below 999,960."""
 
 
 @numba.njit(**_JIT)
