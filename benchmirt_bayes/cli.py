@@ -730,7 +730,7 @@ def _fit(args: argparse.Namespace) -> int:
             responses, args.dims, spec=settings["spec"], nuts=settings["nuts"], seed=args.seed or 0
         )
         table = choice.comparison.set_index(["benchmark", "model"])[
-            ["elpd", "elpd_diff", "se_diff", "recommended"]
+            ["elpd", "elpd_diff", "se_diff", "rhat", "recommended"]
         ]
         print(table.round(2).to_string())
         fit = choice.fit

@@ -29,7 +29,7 @@ from benchmirt_bayes.dims import ITEM_DIM
 from benchmirt_bayes.model.layout import ResponseLayout
 from benchmirt_bayes.model.pymc_model import build_model, resolve_likelihood
 from benchmirt_bayes.model.spec import load_spec
-from benchmirt_bayes.posterior import fit_spec
+from benchmirt_bayes.posterior import fit_spec, responses_from_tree
 from benchmirt_bayes.reports.report import write_report
 from benchmirt_bayes.response_types.asymptotes import AsymptoteItems
 from benchmirt_bayes.response_types.base import linear_predictor
@@ -500,3 +500,38 @@ def test_comparing_asymptote_models_recommends_one_per_benchmark_and_says_by_how
     assert not _check_columns("compare_asymptote_models", table)
     with pytest.raises(ValueError, match="at least two"):
         compare_asymptote_models({"4pl": fit})
+
+
+def test_a_candidate_whose_chains_disagree_on_a_benchmark_is_not_chosen_there(asymptote_choice):
+    fits = asymptote_choice.candidate_fits
+    table = compare_asymptote_models(fits)
+    # the candidates' chains agree on every benchmark of this set
+    assert table["converged"].all() and (table["rhat"] < 1.05).all()
+    # on a benchmark the 4PL fits best, its draws are dealt to the chains by the intercept
+    # of the benchmark's first item (low half to one chain, high half to the other): the
+    # same draws, so the same PSIS-LOO up to its relative efficiencies, but chains that
+    # disagree. That fit is left out there (and only
+    # there), and the 2PL becomes the best and the choice.
+    rows = table.set_index(["benchmark", "model"])
+    bench = next(b for b in table["benchmark"].unique() if rows.loc[(b, "4pl"), "elpd_diff"] == 0)
+    assert rows.loc[(bench, "2pl"), "elpd_diff"] > 0
+    broken = fits["4pl"].copy()
+    post = broken["posterior"].to_dataset().transpose("chain", "draw", ...)
+    chains, draws = post.sizes["chain"], post.sizes["draw"]
+    on_bench = np.asarray(responses_from_tree(broken).benchmarks) == bench
+    order = np.argsort(post["intercept"].values[..., np.flatnonzero(on_bench)[0]].ravel())
+    for name, values in post.data_vars.items():
+        flat = values.values.reshape(chains * draws, *values.shape[2:])
+        post[name] = values.copy(data=flat[order].reshape(values.shape))
+    broken["posterior"] = post
+    with pytest.warns(UserWarning, match=rf"{bench} 4pl \(R-hat"):
+        guarded = compare_asymptote_models({"2pl": fits["2pl"], "4pl": broken})
+    guarded = guarded.set_index(["benchmark", "model"])
+    assert not guarded.loc[(bench, "4pl"), "converged"] and guarded.loc[(bench, "4pl"), "rhat"] > 1.05
+    assert guarded.loc[(bench, "4pl"), "elpd"] == pytest.approx(rows.loc[(bench, "4pl"), "elpd"], abs=0.1)
+    assert guarded.loc[(bench, "2pl"), "elpd_diff"] == 0
+    assert (guarded.loc[bench, "recommended"] == "2pl").all()
+    others = guarded.drop(index=bench, level="benchmark")
+    assert others["converged"].all()
+    with pytest.raises(ValueError, match="rhat_max"):
+        compare_asymptote_models(fits, rhat_max=0.9)

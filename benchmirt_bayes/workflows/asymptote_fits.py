@@ -63,6 +63,7 @@ def choose_asymptotes(
     spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
     candidates: Sequence[str] = ASYMPTOTE_KINDS,
     tolerance_se: float = 2.0,
+    rhat_max: float = 1.05,
     nuts: NutsSettings | Mapping[str, Any] | None = None,
     seed: int = 0,
     progressbar: bool = True,
@@ -73,8 +74,10 @@ def choose_asymptotes(
     ``asymptotes = "auto"``) get each candidate in turn; the others keep what the spec
     says. Per ``"auto"`` benchmark, the choice is the simplest candidate whose PSIS-LOO
     ``elpd`` over the benchmark's cells is within ``tolerance_se`` paired standard errors of
-    the best candidate's. When the benchmarks choose differently, the data are fitted once
-    more with the spec that names every choice. Costs two to four NUTS fits.
+    the best candidate's, among the candidates whose chains agree on the benchmark (R-hat
+    of its log-likelihood, intercepts and floors at most ``rhat_max``; a warning names the
+    others). When the benchmarks choose differently, the data are fitted once more with the
+    spec that names every choice. Costs two to four NUTS fits.
 
     Parameters
     ----------
@@ -90,6 +93,8 @@ def choose_asymptotes(
         Models tried, simplest first (a subset of ``("2pl", "3pl", "4pl")``, at least two).
     tolerance_se
         How many paired standard errors a simpler model may fall behind the best.
+    rhat_max
+        Largest R-hat on a benchmark of a candidate that may be chosen there.
     nuts
         NUTS settings of every fit (PSIS-LOO needs NUTS draws).
     seed
@@ -147,7 +152,7 @@ def choose_asymptotes(
         )
         for kind in candidates
     }
-    comparison = compare_asymptote_models(fits, tolerance_se=tolerance_se)
+    comparison = compare_asymptote_models(fits, tolerance_se=tolerance_se, rhat_max=rhat_max)
     comparison = comparison[comparison["benchmark"].isin(auto)].reset_index(drop=True)
     chosen = comparison.groupby("benchmark", sort=False)["recommended"].first().to_dict()
     kinds = set(chosen.values())
