@@ -3,14 +3,14 @@
 PSN-IRT ("Lost in Benchmarks?", arXiv:2505.15055) fitted a 4PL (guessing, feasibility) to
 12 LLMs × 41,871 OpenCompass items (``../shared/data/opencompass_12llm``). Here its
 four-option multiple-choice benchmarks (ARC-C, GPQA Diamond, HellaSwag, MMLU; ``--items``
-seeded items of each) are fitted unidimensionally as a 4PL by NUTS (2 chains × (``--tune`` +
-``--draws``), floors centred on 1/4) and our posterior floors and ceilings are compared with
+seeded items of each) are fitted unidimensionally as a 4PL by NUTS (``--chains`` × (``--tune``
++ ``--draws``), floors centred on 1/4) and our posterior floors and ceilings are compared with
 PSN-IRT's guessing and feasibility, per benchmark: their means, the item-level Pearson and
 Spearman correlations, the mean width of our 90 % intervals and how often they hold PSN-IRT's
 value. With 12 LLMs per item the data say little about any one item's asymptotes; the widths
 show how little, and the correlations of each estimate with the item's accuracy over the 12
 LLMs show how much of any agreement that one number explains. Prints a Markdown table with
-the date, machine and commit; asserts nothing.
+the date, machine and commit, and the fit's R-hat and ESS per variable; asserts nothing.
 
     python benchmarks/asymptote_opencompass.py                  # a few minutes on 2 cores
 """
@@ -39,6 +39,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--items", type=int, default=300, help="items per benchmark (all if fewer)")
+    parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
@@ -58,7 +59,7 @@ def main() -> None:
         chosen,
         1,
         method="nuts",
-        nuts={"chains": 2, "tune": args.tune, "draws": args.draws},
+        nuts={"chains": args.chains, "tune": args.tune, "draws": args.draws},
         spec=spec,
         seed=args.seed,
         progressbar=False,
@@ -75,12 +76,17 @@ def main() -> None:
     print(run_header("Floors and ceilings on OpenCompass against PSN-IRT"))
     print()
     print(
-        f"{chosen.n_llms} LLMs × {chosen.n_items} items; NUTS 2 × ({args.tune} + {args.draws}); "
+        f"{chosen.n_llms} LLMs × {chosen.n_items} items; NUTS {args.chains} × ({args.tune} + {args.draws}); "
         f"largest R-hat {report.table['max_rhat'].max():.3f}, "
         f"divergences {int(fit['sample_stats']['diverging'].sum())}"
     )
     print()
     print(markdown_table(pd.DataFrame(rows)))
+    print()
+    print("Convergence per variable (the fit's `check_convergence` table):")
+    print()
+    columns = ["elements", "max_rhat", "min_ess_bulk", "min_ess_tail"]
+    print(markdown_table(report.table[columns].reset_index(), digits=3))
 
 
 if __name__ == "__main__":
