@@ -415,8 +415,10 @@ def _sample_logs(folder: Path, run: str | Mapping[str, str] | None = None) -> li
     if problems:
         raise ResponseDataError([*problems, "run= must name one log per model and task"], source=str(folder))
     logs = []
+    run_results = functools.cache(_run_results)  # one read per run, however many of its tasks are asked
     for (model_dir, task), (file, n_runs, date) in chosen.items():
-        shots = _shots_differ(model_dir, task, runs[model_dir, task]) if n_runs > 1 and date is None else None
+        differ = n_runs > 1 and date is None
+        shots = _shots_differ(model_dir, task, runs[model_dir, task], run_results) if differ else None
         if shots:
             where = model_dir.relative_to(folder) if model_dir != folder else folder.name
             listed = ", ".join(f"{d}: {n}" for d, n in shots.items())
@@ -540,11 +542,16 @@ def _run_results(model_dir: Path, date: str) -> dict | None:
     return None
 
 
-def _shots_differ(model_dir: Path, task: str, dates: Iterable[str]) -> dict[str, Any] | None:
-    """Each run's ``n-shot`` of ``task`` (date → shots) when the runs differ in it, else ``None``."""
+def _shots_differ(
+    model_dir: Path, task: str, dates: Iterable[str], run_results: Callable[[Path, str], dict | None]
+) -> dict[str, Any] | None:
+    """Each run's ``n-shot`` of ``task`` (date → shots) when the runs differ in it, else ``None``.
+
+    ``run_results`` reads a run's results file (:func:`_run_results`, cached by the caller).
+    """
     shots = {}
     for date in dates:
-        results = _run_results(model_dir, date) if date else None
+        results = run_results(model_dir, date) if date else None
         table = results.get("n-shot") if isinstance(results, dict) else None
         shots[date] = table.get(task) if isinstance(table, dict) else None
     known = {json.dumps(v) for v in shots.values() if v is not None}
