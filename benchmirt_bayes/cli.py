@@ -729,10 +729,13 @@ def _fit(args: argparse.Namespace) -> int:
         choice = choose_asymptotes(
             responses, args.dims, spec=settings["spec"], nuts=settings["nuts"], seed=args.seed or 0
         )
-        table = choice.comparison.set_index(["benchmark", "model"])[
-            ["elpd", "elpd_diff", "se_diff", "rhat", "recommended"]
-        ]
-        print(table.round(2).to_string())
+        columns = ["elpd", "elpd_diff", "se_diff", "rhat", "recommended"]
+        print("screen (every 'auto' benchmark given each candidate):")
+        print(choice.comparison.set_index(["benchmark", "model"])[columns].round(2).to_string())
+        if len(choice.confirmation):
+            print("confirmation (the screen's choices fitted, against the first candidate):")
+            print(choice.confirmation.set_index(["benchmark", "model"])[columns].round(2).to_string())
+        print(f"chosen: {choice.chosen}")
         fit = choice.fit
     else:
         print(f"fitting {responses} with {args.dims} dimension(s), method={args.method}")

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import pytest
+import xarray as xr
 from scipy.special import expit
 
 from benchmirt_bayes import (
@@ -24,12 +25,18 @@ from benchmirt_bayes import (
     score_llm,
     simulate_benchmirt,
 )
+from benchmirt_bayes.analyses.asymptote_choice import recommend_model
 from benchmirt_bayes.analyses.heldout import fold_split, mirt_predictions
 from benchmirt_bayes.dims import ITEM_DIM
 from benchmirt_bayes.model.layout import ResponseLayout
 from benchmirt_bayes.model.pymc_model import build_model, resolve_likelihood
 from benchmirt_bayes.model.spec import load_spec
-from benchmirt_bayes.posterior import fit_spec, responses_from_tree
+from benchmirt_bayes.posterior import (
+    LOG_LIKELIHOOD_VARIABLE,
+    fit_spec,
+    pointwise_log_likelihood,
+    responses_from_tree,
+)
 from benchmirt_bayes.reports.report import write_report
 from benchmirt_bayes.response_types.asymptotes import AsymptoteItems
 from benchmirt_bayes.response_types.base import linear_predictor
@@ -451,8 +458,17 @@ def test_auto_asymptotes_are_chosen_per_benchmark_and_the_fit_names_the_choice(
     assert list(choice.candidate_fits) == ["2pl", "4pl"]  # simplest first, whatever the order given
     assert set(choice.chosen) == {"GPQA", "MMLU-Pro"} and set(choice.chosen.values()) <= {"2pl", "4pl"}
     assert set(choice.comparison["benchmark"]) == {"GPQA", "MMLU-Pro"}
+    # a benchmark the screen moved off the 2PL keeps that choice only where the fit of the
+    # screen's choices confirms it; the others keep the 2PL
+    screened = choice.comparison.groupby("benchmark")["recommended"].first()
+    moved = sorted(screened.index[screened != "2pl"])
+    assert sorted(choice.confirmation["benchmark"].unique()) == moved
     for bench, kind in choice.chosen.items():
-        assert (choice.comparison.loc[choice.comparison["benchmark"] == bench, "recommended"] == kind).all()
+        if bench in moved:
+            confirmed = choice.confirmation.loc[choice.confirmation["benchmark"] == bench, "recommended"]
+            assert kind == (screened[bench] if (confirmed == "screened").all() else "2pl")
+        else:
+            assert kind == "2pl"
     # the fit's own spec names every choice, so refitting from its attrs needs no comparison
     named = fit_spec(choice.fit)["binary"]["benchmarks"]
     assert {b: named[b] for b in choice.chosen} == choice.chosen
@@ -490,48 +506,132 @@ def test_comparing_asymptote_models_recommends_one_per_benchmark_and_says_by_how
     # where both models are the same (2PL benchmarks in both fits) the simpler one is chosen
     same = table[~table["benchmark"].isin(["GPQA", "MMLU-Pro"])]
     assert (same["recommended"] == "2pl").mean() > 0.8
-    # the recommendation follows the stated rule on every benchmark
-    for _, part in table.groupby("benchmark"):
+    # the recommendation follows the stated rule on every benchmark: without the fits' Monte
+    # Carlo error, the cells' paired SE alone; with it (the default), both
+    cells_only = compare_asymptote_models(asymptote_choice.candidate_fits, monte_carlo_error=False)
+    for _, part in cells_only.groupby("benchmark"):
         first = part.iloc[0]
         chosen = "2pl" if first["elpd_diff"] <= 2 * first["se_diff"] else "4pl"
         assert (part["recommended"] == chosen).all()
         gain = part.set_index("model").loc[chosen, "elpd"] - part.set_index("model").loc["2pl", "elpd"]
         assert first["gain_over_first"] == pytest.approx(gain)
+    for _, part in table.groupby("benchmark"):
+        first, best = part.iloc[0], part.loc[part["elpd_diff"] == 0].iloc[0]
+        margin = 2 * np.sqrt(first["se_diff"] ** 2 + first["mcse"] ** 2 + best["mcse"] ** 2)
+        assert (part["recommended"] == ("2pl" if first["elpd_diff"] <= margin else "4pl")).all()
     assert not _check_columns("compare_asymptote_models", table)
     with pytest.raises(ValueError, match="at least two"):
         compare_asymptote_models({"4pl": fit})
 
 
-def test_a_candidate_whose_chains_disagree_on_a_benchmark_is_not_chosen_there(asymptote_choice):
+def test_a_fit_whose_chains_disagree_on_a_benchmark_carries_its_monte_carlo_error_into_the_choice(
+    asymptote_choice,
+):
     fits = asymptote_choice.candidate_fits
     table = compare_asymptote_models(fits)
-    # the candidates' chains agree on every benchmark of this set
-    assert table["converged"].all() and (table["rhat"] < 1.05).all()
-    # on a benchmark the 4PL fits best, its draws are dealt to the chains by the intercept
-    # of the benchmark's first item (low half to one chain, high half to the other): the
-    # same draws, so the same PSIS-LOO up to its relative efficiencies, but chains that
-    # disagree. That fit is left out there (and only
-    # there), and the 2PL becomes the best and the choice.
+    # the candidates' chains mixed on every benchmark of this set
+    assert (table["rhat"] < 1.05).all() and (table["mcse"] < table["se_diff"].max()).all()
+    # a fit's draws dealt to the chains by their log-likelihood on one benchmark (low half to
+    # one chain, high half to the other): the same draws, so the same PSIS-LOO up to its
+    # relative efficiencies, but chains that disagree, and a larger Monte Carlo error
     rows = table.set_index(["benchmark", "model"])
-    bench = next(b for b in table["benchmark"].unique() if rows.loc[(b, "4pl"), "elpd_diff"] == 0)
-    assert rows.loc[(bench, "2pl"), "elpd_diff"] > 0
+    bench = "MMLU-Pro"
     broken = fits["4pl"].copy()
     post = broken["posterior"].to_dataset().transpose("chain", "draw", ...)
     chains, draws = post.sizes["chain"], post.sizes["draw"]
-    on_bench = np.asarray(responses_from_tree(broken).benchmarks) == bench
-    order = np.argsort(post["intercept"].values[..., np.flatnonzero(on_bench)[0]].ravel())
+    log_lik = pointwise_log_likelihood(broken)[LOG_LIKELIHOOD_VARIABLE]
+    responses = responses_from_tree(broken)
+    on_bench = np.isin(log_lik["item"].values, responses.items[np.asarray(responses.benchmarks) == bench])
+    order = np.argsort(log_lik.transpose("chain", "draw", "cell").values[..., on_bench].sum(-1).ravel())
     for name, values in post.data_vars.items():
         flat = values.values.reshape(chains * draws, *values.shape[2:])
         post[name] = values.copy(data=flat[order].reshape(values.shape))
     broken["posterior"] = post
-    with pytest.warns(UserWarning, match=rf"{bench} 4pl \(R-hat"):
-        guarded = compare_asymptote_models({"2pl": fits["2pl"], "4pl": broken})
-    guarded = guarded.set_index(["benchmark", "model"])
-    assert not guarded.loc[(bench, "4pl"), "converged"] and guarded.loc[(bench, "4pl"), "rhat"] > 1.05
-    assert guarded.loc[(bench, "4pl"), "elpd"] == pytest.approx(rows.loc[(bench, "4pl"), "elpd"], abs=0.1)
-    assert guarded.loc[(bench, "2pl"), "elpd_diff"] == 0
-    assert (guarded.loc[bench, "recommended"] == "2pl").all()
-    others = guarded.drop(index=bench, level="benchmark")
-    assert others["converged"].all()
-    with pytest.raises(ValueError, match="rhat_max"):
-        compare_asymptote_models(fits, rhat_max=0.9)
+    mixed = compare_asymptote_models({"2pl": fits["2pl"], "4pl": broken}).set_index(["benchmark", "model"])
+    assert mixed.loc[(bench, "4pl"), "elpd"] == pytest.approx(rows.loc[(bench, "4pl"), "elpd"], abs=0.1)
+    assert mixed.loc[(bench, "4pl"), "rhat"] > 1.05
+    assert mixed.loc[(bench, "4pl"), "mcse"] > 3 * rows.loc[(bench, "4pl"), "mcse"]
+    # every recommendation follows the rule on the table's own columns
+    for table_ in (table, mixed.reset_index()):
+        for _, part in table_.groupby("benchmark"):
+            part = part.set_index("model")
+            expected = recommend_model(
+                part["elpd"].to_dict(), part["se_diff"].to_dict(), part["mcse"].to_dict(), 2.0
+            )
+            assert (part["recommended"] == expected).all()
+
+
+def test_the_monte_carlo_error_of_a_fit_can_overturn_a_gain_that_the_cells_alone_would_take():
+    elpd, se_diff = {"2pl": -100.0, "3pl": -89.0}, {"2pl": 4.9, "3pl": 0.0}
+    assert recommend_model(elpd, se_diff, {"2pl": 0.0, "3pl": 0.0}, 2.0) == "3pl"  # 11 > 2 × 4.9
+    assert recommend_model(elpd, se_diff, {"2pl": 0.5, "3pl": 12.5}, 2.0) == "2pl"  # 11 < 2 × 13.4
+    assert recommend_model(elpd, se_diff, {"2pl": 0.0, "3pl": 0.0}, 3.0) == "2pl"
+
+
+@pytest.mark.parametrize(
+    ("screen", "confirm", "chosen", "fits_made", "final"),
+    [
+        # nothing moved: the 2PL candidate, no confirmation
+        ({}, {}, {"GPQA": "2pl", "MMLU-Pro": "2pl"}, 3, "2pl"),
+        # both moved to the same model: its candidate is the screened fit; both confirmed
+        (
+            {"GPQA": "3pl", "MMLU-Pro": "3pl"},
+            {"GPQA", "MMLU-Pro"},
+            {"GPQA": "3pl", "MMLU-Pro": "3pl"},
+            3,
+            "3pl",
+        ),
+        # both moved to the same model, neither confirmed: back to the 2PL candidate
+        ({"GPQA": "3pl", "MMLU-Pro": "3pl"}, set(), {"GPQA": "2pl", "MMLU-Pro": "2pl"}, 3, "2pl"),
+        # moved to different models: one screened fit; both confirmed, it is the final fit
+        (
+            {"GPQA": "3pl", "MMLU-Pro": "4pl"},
+            {"GPQA", "MMLU-Pro"},
+            {"GPQA": "3pl", "MMLU-Pro": "4pl"},
+            4,
+            "screened",
+        ),
+        # one confirmed of two: fitted once more with the confirmed choice only
+        ({"GPQA": "3pl", "MMLU-Pro": "4pl"}, {"MMLU-Pro"}, {"GPQA": "2pl", "MMLU-Pro": "4pl"}, 5, "chosen"),
+    ],
+)
+def test_choose_asymptotes_confirms_the_screens_choices_on_their_own_fit(
+    monkeypatch, screen, confirm, chosen, fits_made, final
+):
+    import benchmirt_bayes.workflows.asymptote_fits as workflow
+
+    responses = simulate_benchmirt(scale=0.005, n_llms=12, seed=1).responses
+    made = []
+
+    def fake_fit(responses, n_dims, *, spec, **_):
+        made.append(spec)
+        return xr.DataTree(name=spec.name.split("+")[-1])
+
+    def fake_compare(fits, *, tolerance_se, monte_carlo_error, benchmarks):
+        labels = list(fits)
+        if not monte_carlo_error:  # the screen, over the candidates
+            pick = {b: screen.get(b, "2pl") for b in benchmarks}
+        else:  # the confirmation, the screened fit against the 2PL candidate
+            assert labels == ["2pl", "screened"] and fits["screened"].name == (
+                "screened" if len(set(screen.values())) > 1 else next(iter(screen.values()))
+            )
+            assert sorted(benchmarks) == sorted(screen)
+            pick = {b: "screened" if b in confirm else "2pl" for b in benchmarks}
+        rows = [
+            {"benchmark": b, "model": m, "rhat": 1.0, "recommended": pick[b]}
+            for b in benchmarks
+            for m in labels
+        ]
+        return pd.DataFrame(rows)
+
+    monkeypatch.setattr(workflow, "fit_posterior", fake_fit)
+    monkeypatch.setattr(workflow, "compare_asymptote_models", fake_compare)
+    choice = workflow.choose_asymptotes(responses, 2, spec=AUTO_SPEC, progressbar=False)
+    assert choice.chosen == chosen and json.loads(choice.fit.attrs[CHOICE_ATTR]) == chosen
+    assert len(made) == fits_made and choice.fit.name == final
+    assert sorted(choice.confirmation["benchmark"].unique()) == sorted(screen)
+    named = made[-1]["binary"]["benchmarks"] if final in ("screened", "chosen") else None
+    if final == "chosen":
+        assert {b: named[b] for b in chosen} == chosen
+    if final == "screened":
+        assert {b: named[b] for b in screen} == screen

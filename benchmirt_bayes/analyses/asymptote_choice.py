@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -15,7 +15,11 @@ from benchmirt_bayes.posterior import LOG_LIKELIHOOD_VARIABLE, responses_from_tr
 
 
 def compare_asymptote_models(
-    fits: Mapping[str, xr.DataTree], *, tolerance_se: float = 2.0, rhat_max: float = 1.05
+    fits: Mapping[str, xr.DataTree],
+    *,
+    tolerance_se: float = 2.0,
+    monte_carlo_error: bool = True,
+    benchmarks: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """PSIS-LOO of each benchmark's cells under each fit, and the model each benchmark should use.
 
@@ -27,12 +31,14 @@ def compare_asymptote_models(
     simplest model (first in ``fits``' order) whose ``elpd`` is within ``tolerance_se``
     standard errors of the best.
 
-    Only fits whose chains agree on the benchmark take part: a fit's ``rhat`` for a
-    benchmark is the largest rank-normalised split R-hat over the benchmark's summed
-    log-likelihood per draw, its items' intercepts and (3PL/4PL) floors. A model above
-    ``rhat_max`` there is neither recommended nor the best the others are measured
-    against (PSIS-LOO of chains that disagree says nothing about the model), and a
-    warning names it; the first model is recommended when no model is converged.
+    A fit whose chains have not mixed estimates ``elpd`` with a Monte Carlo error that the
+    cells' standard error does not hold: ``mcse`` is the standard error of a fit's ``elpd``
+    over the benchmark estimated from its chains' halves (the spread of the ``elpd`` that
+    each half-chain's draws give, over the root of their number), and with
+    ``monte_carlo_error`` the recommendation asks a simpler model to fall behind the best by
+    more than ``tolerance_se`` times ``√(se_diff² + mcse² + mcse_best²)`` before it is passed
+    over. ``rhat`` (the largest split R-hat over the benchmark's summed log-likelihood per
+    draw, its items' intercepts and floors) says how well each fit mixed there.
 
     Parameters
     ----------
@@ -41,34 +47,35 @@ def compare_asymptote_models(
     tolerance_se
         How many standard errors of the difference a simpler model may fall behind the
         best one and still be chosen.
-    rhat_max
-        Largest ``rhat`` of a model that may be recommended or be the best.
+    monte_carlo_error
+        Count the fits' Monte Carlo error in the recommendation (``False``: the cells'
+        standard error alone, as with fits of many more draws).
+    benchmarks
+        Compare these benchmarks only (default: every benchmark of the data).
 
     Returns
     -------
     DataFrame
         One row per benchmark and model: ``benchmark``, ``model``, ``elpd``, ``elpd_diff``
-        (the best converged model's ``elpd`` minus this one's: ≥ 0 except for an
-        unconverged model that scores higher), ``se_diff``, ``n_cells``,
-        ``share_k_above_0.7`` (cells where PSIS is unreliable), ``rhat``, ``converged``
-        (``rhat ≤ rhat_max``), ``recommended`` (the benchmark's choice, on every row of it)
+        (the best model's ``elpd`` minus this one's, ≥ 0), ``se_diff`` (paired over the
+        cells), ``mcse``, ``n_cells``, ``share_k_above_0.7`` (cells where PSIS is
+        unreliable), ``rhat``, ``recommended`` (the benchmark's choice, on every row of it)
         and ``gain_over_first`` (the recommended model's ``elpd`` minus the first model's,
-        with ``se_gain``).
+        with ``se_gain``, paired over the cells).
 
     Raises
     ------
     ValueError
-        Fewer than two fits, fits that are not NUTS fits, or fits of different data.
+        Fewer than two fits, fits that are not NUTS fits, fits of different data, or
+        ``benchmarks`` that the data do not have.
 
     """
     if len(fits) < 2:
         raise ValueError(f"compare at least two fits, got {len(fits)}")
     if tolerance_se < 0:
         raise ValueError(f"tolerance_se must be non-negative, got {tolerance_se!r}")
-    if not rhat_max >= 1:
-        raise ValueError(f"rhat_max must be at least 1, got {rhat_max!r}")
     labels = list(fits)
-    pointwise, log_lik_draws, cells = {}, {}, None
+    pointwise, log_lik_draws, halves, cells = {}, {}, {}, None
     for label, fit in fits.items():
         method = fit.attrs.get("benchmirt_method", "nuts")
         if method != "nuts":
@@ -80,12 +87,17 @@ def compare_asymptote_models(
         cells = key
         pointwise[label] = (np.asarray(result.elpd_i).ravel(), np.asarray(result.pareto_k).ravel())
         log_lik_draws[label] = log_lik[LOG_LIKELIHOOD_VARIABLE].transpose("chain", "draw", "cell").values
+        halves[label] = _half_chain_elpd(log_lik_draws[label])
     responses = responses_from_tree(fits[labels[0]])
     items = responses.items.astype(str)
     bench_of_item = dict(zip(items, responses.benchmarks.astype(str), strict=True))
     benchmark = np.array([bench_of_item[str(i)] for i in cells[1]])
-    rows, unconverged = [], []
-    for bench in pd.unique(benchmark):
+    compared = pd.unique(benchmark) if benchmarks is None else list(benchmarks)
+    unknown = sorted(set(compared) - set(benchmark))
+    if unknown:
+        raise ValueError(f"benchmarks {unknown} are not among the fits' benchmarks")
+    rows = []
+    for bench in compared:
         mask = benchmark == bench
         elpd = {label: pointwise[label][0][mask] for label in labels}
         totals = {label: float(values.sum()) for label, values in elpd.items()}
@@ -94,13 +106,11 @@ def compare_asymptote_models(
             label: _benchmark_rhat(fits[label]["posterior"], log_lik_draws[label][..., mask], items[in_bench])
             for label in labels
         }
-        converged = {label: bool(rhat[label] <= rhat_max) for label in labels}
-        eligible = [label for label in labels if converged[label]] or labels[:1]
-        unconverged += [f"{bench} {lab} (R-hat {rhat[lab]:.2f})" for lab in labels if not converged[lab]]
-        best = max(eligible, key=totals.get)
+        mcse = {label: _mcse(halves[label][:, mask].sum(axis=1)) for label in labels}
+        best = max(labels, key=totals.get)
         diff_se = {label: _paired_se(elpd[best], elpd[label]) for label in labels}
-        recommended = next(
-            label for label in eligible if totals[best] - totals[label] <= tolerance_se * diff_se[label]
+        recommended = recommend_model(
+            totals, diff_se, mcse if monte_carlo_error else dict.fromkeys(labels, 0.0), tolerance_se
         )
         gain = totals[recommended] - totals[labels[0]]
         gain_se = _paired_se(elpd[recommended], elpd[labels[0]])
@@ -112,26 +122,52 @@ def compare_asymptote_models(
                     "elpd": totals[label],
                     "elpd_diff": totals[best] - totals[label],
                     "se_diff": diff_se[label],
+                    "mcse": mcse[label],
                     "n_cells": int(mask.sum()),
                     "share_k_above_0.7": float(np.mean(pointwise[label][1][mask] > 0.7)),
                     "rhat": rhat[label],
-                    "converged": converged[label],
                     "recommended": recommended,
                     "gain_over_first": gain,
                     "se_gain": gain_se,
                 }
             )
-    if unconverged:
-        warnings.warn(
-            f"left out of the choice, their chains disagree (R-hat above {rhat_max}): "
-            + "; ".join(unconverged)
-            + ". Fit with more chains or draws to let the data decide there.",
-            UserWarning,
-            stacklevel=2,
-        )
     out = pd.DataFrame(rows)
-    out.attrs = {"tolerance_se": tolerance_se, "rhat_max": rhat_max, "models": labels}
+    out.attrs = {"tolerance_se": tolerance_se, "monte_carlo_error": monte_carlo_error, "models": labels}
     return out
+
+
+def recommend_model(
+    elpd: Mapping[str, float], se_diff: Mapping[str, float], mcse: Mapping[str, float], tolerance_se: float
+) -> str:
+    """The simplest model (first in ``elpd``'s order) within ``tolerance_se`` SEs of the best.
+
+    A model's SE against the best is ``√(se_diff² + mcse² + mcse_best²)``: the cells' paired
+    SE and both fits' Monte Carlo errors.
+    """
+    best = max(elpd, key=elpd.get)
+    return next(
+        label
+        for label in elpd
+        if elpd[best] - elpd[label]
+        <= tolerance_se * np.sqrt(se_diff[label] ** 2 + mcse[label] ** 2 + mcse[best] ** 2)
+    )
+
+
+def _half_chain_elpd(log_lik: np.ndarray) -> np.ndarray:
+    """Each cell's importance-sampling ``elpd`` from the draws of each half of each chain.
+
+    ``log_lik`` is (chain, draw, cell); returns (2 × chains, cell).
+    """
+    from scipy.special import logsumexp
+
+    half = log_lik.shape[1] // 2
+    parts = [chain[start : start + half] for chain in log_lik for start in (0, half)]
+    return np.stack([np.log(half) - logsumexp(-part, axis=0) for part in parts])
+
+
+def _mcse(segment_elpd: np.ndarray) -> float:
+    """Monte Carlo SE of an ``elpd`` from its estimates on equal, disjoint parts of the draws."""
+    return float(np.std(segment_elpd, ddof=1) / np.sqrt(segment_elpd.size)) if segment_elpd.size > 1 else 0.0
 
 
 def _benchmark_rhat(posterior: xr.DataTree, log_lik: np.ndarray, items: np.ndarray) -> float:

@@ -4,8 +4,9 @@ A spec whose ``[binary]`` section says ``"auto"`` for a benchmark (or as the def
 ``asymptotes``) leaves the choice between the 2PL, the 3PL (a floor) and the 4PL (a floor
 and a ceiling) to :func:`choose_asymptotes`: it fits the data once per candidate, with every
 ``"auto"`` benchmark given that candidate, compares the fits benchmark by benchmark with
-PSIS-LOO (:func:`~benchmirt_bayes.analyses.asymptote_choice.compare_asymptote_models`), and
-returns the fit of the spec that names each benchmark's choice.
+PSIS-LOO (:func:`~benchmirt_bayes.analyses.asymptote_choice.compare_asymptote_models`),
+fits the spec that names each benchmark's choice, confirms each choice on that fit, and
+returns the fit of the confirmed spec.
 """
 
 from __future__ import annotations
@@ -43,8 +44,14 @@ class AsymptoteChoice:
     chosen
         ``"auto"`` benchmark → ``"2pl"``, ``"3pl"`` or ``"4pl"``.
     comparison
-        :func:`~benchmirt_bayes.analyses.asymptote_choice.compare_asymptote_models`'s table
-        for the ``"auto"`` benchmarks.
+        The screen: :func:`~benchmirt_bayes.analyses.asymptote_choice.compare_asymptote_models`'s
+        table of the candidates on the ``"auto"`` benchmarks (``monte_carlo_error=False``);
+        its ``recommended`` is the screen's proposal.
+    confirmation
+        The same table (``monte_carlo_error=True``) for the fit of the screen's proposals
+        against the first candidate, on the benchmarks the screen moved off the first
+        candidate: where its ``recommended`` is ``"screened"`` the proposal stands, else the
+        benchmark keeps the first candidate. Empty when the screen moved none.
     candidate_fits
         Candidate → its fit (every ``"auto"`` benchmark given that candidate).
 
@@ -53,6 +60,7 @@ class AsymptoteChoice:
     fit: xr.DataTree
     chosen: dict[str, str]
     comparison: pd.DataFrame
+    confirmation: pd.DataFrame
     candidate_fits: dict[str, xr.DataTree] = field(repr=False)
 
 
@@ -63,7 +71,6 @@ def choose_asymptotes(
     spec: str | Path | ModelSpec | Mapping[str, Any] | None = None,
     candidates: Sequence[str] = ASYMPTOTE_KINDS,
     tolerance_se: float = 2.0,
-    rhat_max: float = 1.05,
     nuts: NutsSettings | Mapping[str, Any] | None = None,
     seed: int = 0,
     progressbar: bool = True,
@@ -72,12 +79,21 @@ def choose_asymptotes(
 
     The benchmarks the spec's ``[binary]`` section marks ``"auto"`` (every benchmark when
     ``asymptotes = "auto"``) get each candidate in turn; the others keep what the spec
-    says. Per ``"auto"`` benchmark, the choice is the simplest candidate whose PSIS-LOO
-    ``elpd`` over the benchmark's cells is within ``tolerance_se`` paired standard errors of
-    the best candidate's, among the candidates whose chains agree on the benchmark (R-hat
-    of its log-likelihood, intercepts and floors at most ``rhat_max``; a warning names the
-    others). When the benchmarks choose differently, the data are fitted once more with the
-    spec that names every choice. Costs two to four NUTS fits.
+    says. The choice is made in two steps:
+
+    1. *Screen*: per ``"auto"`` benchmark, the simplest candidate whose PSIS-LOO ``elpd``
+       over the benchmark's cells is within ``tolerance_se`` paired standard errors (over
+       the cells) of the best candidate's. With every benchmark floored at once a
+       candidate's chains may not mix (many weakly identified floors), and its ``elpd``
+       carries a Monte Carlo error the cells' SE does not hold, so the screen only proposes.
+    2. *Confirm*: the spec that names the screen's choices is fitted (floors only where
+       proposed), and a proposed benchmark keeps its choice where that fit beats the first
+       candidate's by more than ``tolerance_se`` standard errors counting both fits' Monte
+       Carlo errors (:func:`~benchmirt_bayes.analyses.asymptote_choice.compare_asymptote_models`
+       with ``monte_carlo_error=True``); the others fall back to the first candidate, and
+       the data are fitted once more when some fell back and some did not.
+
+    Costs two to five NUTS fits.
 
     Parameters
     ----------
@@ -93,8 +109,6 @@ def choose_asymptotes(
         Models tried, simplest first (a subset of ``("2pl", "3pl", "4pl")``, at least two).
     tolerance_se
         How many paired standard errors a simpler model may fall behind the best.
-    rhat_max
-        Largest R-hat on a benchmark of a candidate that may be chosen there.
     nuts
         NUTS settings of every fit (PSIS-LOO needs NUTS draws).
     seed
@@ -106,7 +120,7 @@ def choose_asymptotes(
     -------
     AsymptoteChoice
         The final fit (its attrs hold the choice under ``benchmirt_asymptote_choice``),
-        the choice, the comparison table and the candidates' fits.
+        the choice, the screen's and the confirmation's tables and the candidates' fits.
 
     Raises
     ------
@@ -140,34 +154,44 @@ def choose_asymptotes(
         overrides = decided_section(benchmarks, section, chosen)
         return spec.with_overrides({DEFAULT_TYPE: overrides, "name": f"{spec.name}+{name}"})
 
-    fits = {
-        kind: fit_posterior(
+    def fit_for(chosen: Mapping[str, str], name: str) -> xr.DataTree:
+        return fit_posterior(
             responses,
             n_dims,
             method="nuts",
             nuts=nuts,
             seed=seed,
-            spec=spec_for(dict.fromkeys(auto, kind), kind),
+            spec=spec_for(chosen, name),
             progressbar=progressbar,
         )
-        for kind in candidates
-    }
-    comparison = compare_asymptote_models(fits, tolerance_se=tolerance_se, rhat_max=rhat_max)
-    comparison = comparison[comparison["benchmark"].isin(auto)].reset_index(drop=True)
-    chosen = comparison.groupby("benchmark", sort=False)["recommended"].first().to_dict()
-    kinds = set(chosen.values())
-    if len(kinds) == 1:
-        fit = fits[kinds.pop()]
-    else:
-        fit = fit_posterior(
-            responses,
-            n_dims,
-            method="nuts",
-            nuts=nuts,
-            seed=seed,
-            spec=spec_for(chosen, "chosen"),
-            progressbar=progressbar,
+
+    fits = {kind: fit_for(dict.fromkeys(auto, kind), kind) for kind in candidates}
+    comparison = compare_asymptote_models(
+        fits, tolerance_se=tolerance_se, monte_carlo_error=False, benchmarks=auto
+    )
+    screened = comparison.groupby("benchmark", sort=False)["recommended"].first().to_dict()
+    first = candidates[0]
+    moved = sorted(b for b, kind in screened.items() if kind != first)
+    confirmation = comparison.iloc[:0]
+    chosen = dict(screened)
+    fit = fits[first]
+    if moved:
+        kinds = set(screened.values())
+        screened_fit = fits[kinds.pop()] if len(kinds) == 1 else fit_for(screened, "screened")
+        confirmation = compare_asymptote_models(
+            {first: fits[first], "screened": screened_fit},
+            tolerance_se=tolerance_se,
+            monte_carlo_error=True,
+            benchmarks=moved,
         )
+        confirmed = confirmation.groupby("benchmark")["recommended"].first() == "screened"
+        chosen.update({b: first for b in moved if not confirmed[b]})
+        if confirmed.all():
+            fit = screened_fit
+        elif confirmed.any():
+            fit = fit_for(chosen, "chosen")
     fit = fit.copy()
     fit.attrs[CHOICE_ATTR] = json.dumps(chosen, sort_keys=True)
-    return AsymptoteChoice(fit=fit, chosen=chosen, comparison=comparison, candidate_fits=fits)
+    return AsymptoteChoice(
+        fit=fit, chosen=chosen, comparison=comparison, confirmation=confirmation, candidate_fits=fits
+    )
