@@ -8,7 +8,8 @@ training LLMs (``--sizes``), a seeded sample of LLMs is fitted unidimensionally 
 ``unknown_options_floor``). The models are compared two ways:
 
 * PSIS-LOO of the training cells (``compare_asymptote_models``: the recommended model is the
-  simplest within two paired SEs of the best);
+  simplest within two SEs of the best, the cells' paired SE and the fits' Monte Carlo errors
+  ``mcse`` counted);
 * held-out LLMs (``--heldout`` others, disjoint from the training sample): half of each
   one's cells revealed, the other half predicted; the mean log loss per held-out LLM and its
   paired difference from the 2PL's with its SE over LLMs.
@@ -163,6 +164,7 @@ def size_rows(bench: str, responses, size: int, args, log) -> list[dict]:
                 "model": model,
                 "elpd_loo_diff_to_best": round(float(loo.loc[model, "elpd_diff"]), 1),
                 "se": round(float(loo.loc[model, "se_diff"]), 1),
+                "mcse": round(float(loo.loc[model, "mcse"]), 1),
                 "loo_recommends": loo["recommended"].iloc[0],
                 "heldout_log_loss": round(float(losses[model].mean()), 4),
                 "minus_2pl": round(float(difference.mean()), 4),
