@@ -729,7 +729,7 @@ def _fit(args: argparse.Namespace) -> int:
         choice = choose_asymptotes(
             responses, args.dims, spec=settings["spec"], nuts=settings["nuts"], seed=args.seed or 0
         )
-        columns = ["elpd", "elpd_diff", "se_diff", "rhat", "recommended"]
+        columns = ["elpd", "elpd_diff", "se_diff", "mcse", "rhat", "recommended"]
         print("screen (every 'auto' benchmark given each candidate):")
         print(choice.comparison.set_index(["benchmark", "model"])[columns].round(2).to_string())
         if len(choice.confirmation):
