@@ -89,8 +89,9 @@ def compare_asymptote_models(
         log_lik_draws[label] = log_lik[LOG_LIKELIHOOD_VARIABLE].transpose("chain", "draw", "cell").values
         halves[label] = _half_chain_elpd(log_lik_draws[label])
     responses = responses_from_tree(fits[labels[0]])
-    items = responses.items.astype(str)
-    bench_of_item = dict(zip(items, responses.benchmarks.astype(str), strict=True))
+    items, item_benchmarks = responses.items.astype(str), responses.benchmarks.astype(str)
+    bench_of_item = dict(zip(items, item_benchmarks, strict=True))
+    posteriors = {label: fit["posterior"].to_dataset() for label, fit in fits.items()}
     benchmark = np.array([bench_of_item[str(i)] for i in cells[1]])
     compared = pd.unique(benchmark) if benchmarks is None else list(benchmarks)
     unknown = sorted(set(compared) - set(benchmark))
@@ -101,9 +102,9 @@ def compare_asymptote_models(
         mask = benchmark == bench
         elpd = {label: pointwise[label][0][mask] for label in labels}
         totals = {label: float(values.sum()) for label, values in elpd.items()}
-        in_bench = responses.benchmarks.astype(str) == bench
+        in_bench = item_benchmarks == bench
         rhat = {
-            label: _benchmark_rhat(fits[label]["posterior"], log_lik_draws[label][..., mask], items[in_bench])
+            label: _benchmark_rhat(posteriors[label], log_lik_draws[label][..., mask], items[in_bench])
             for label in labels
         }
         mcse = {label: _mcse(halves[label][:, mask].sum(axis=1)) for label in labels}
@@ -170,7 +171,7 @@ def _mcse(segment_elpd: np.ndarray) -> float:
     return float(np.std(segment_elpd, ddof=1) / np.sqrt(segment_elpd.size)) if segment_elpd.size > 1 else 0.0
 
 
-def _benchmark_rhat(posterior: xr.DataTree, log_lik: np.ndarray, items: np.ndarray) -> float:
+def _benchmark_rhat(post: xr.Dataset, log_lik: np.ndarray, items: np.ndarray) -> float:
     """Largest split R-hat over a benchmark's summed log-likelihood, intercepts and floors.
 
     ``log_lik`` is the benchmark's cells (chain, draw, cell); a floor that is zero in every
@@ -178,7 +179,6 @@ def _benchmark_rhat(posterior: xr.DataTree, log_lik: np.ndarray, items: np.ndarr
     """
     from arviz_stats.base import array_stats
 
-    post = posterior.to_dataset()
     columns = [log_lik.sum(axis=2)[:, :, None]]
     for name in ("intercept", "floor"):
         if name in post:
