@@ -1,4 +1,4 @@
-"""Same seed, same draws: for every method and back end, with a cold or a warm compile cache."""
+"""Same seed, same draws: every method and back end, floors and ceilings too, cold or warm compile cache."""
 
 from __future__ import annotations
 
@@ -13,14 +13,21 @@ import pytest
 SCRIPT = """
 import sys
 import numpy as np
-from benchmirt_bayes import fit_posterior, simulate_benchmirt
+from benchmirt_bayes import AsymptotePlan, fit_posterior, simulate_benchmirt
 
 responses = simulate_benchmirt(scale=0.002, n_llms=20, seed=3).responses
+options = {"MMLU-Pro": 10, "GPQA": 4, "WMDP": 4}
+plan = AsymptotePlan(n_options=options, capped_share=dict.fromkeys(options, 0.25))
+floored = simulate_benchmirt(scale=0.003, n_llms=20, seed=3, asymptotes=plan).responses
 small = {"draws": 15, "tune": 15, "chains": 2}
 fits = {
     sampler: fit_posterior(responses, 2, seed=7, progressbar=False, nuts={**small, "sampler": sampler})
     for sampler in ("nutpie", "pymc", "numpyro")
 }
+fits["nutpie-4pl"] = fit_posterior(
+    floored, 2, seed=7, progressbar=False, nuts=small,
+    spec={"binary": {"asymptotes": "4pl", "n_options": options}},
+)
 fits |= {
     "advi": fit_posterior(
         responses, 2, method="advi", seed=7, progressbar=False, advi={"draws": 10, "max_steps": 300}
@@ -44,5 +51,5 @@ def test_same_seed_gives_the_same_draws_with_a_cold_and_a_warm_compile_cache(tmp
         assert result.returncode == 0, result.stderr[-3000:]
         runs.append(np.load(out))
     assert any(Path(tmp_path / "compiledir").iterdir())
-    for backend in ("nutpie", "pymc", "numpyro", "advi"):
+    for backend in ("nutpie", "nutpie-4pl", "pymc", "numpyro", "advi"):
         np.testing.assert_array_equal(runs[0][backend], runs[1][backend], err_msg=backend)

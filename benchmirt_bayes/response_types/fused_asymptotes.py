@@ -35,6 +35,7 @@ import numba
 import numpy as np
 import pytensor.tensor as pt
 from numba.core.errors import NumbaIRAssumptionWarning
+from pytensor.link.numba.dispatch.basic import register_funcify_and_cache_key
 
 from benchmirt_bayes.response_types import fused_logit
 from benchmirt_bayes.response_types.fused_logit import (
@@ -44,6 +45,7 @@ from benchmirt_bayes.response_types.fused_logit import (
     fused_loglik,
     kernel_version,
     logistic_parts,
+    numba_kernel_call,
     row_logits,
 )
 
@@ -226,6 +228,17 @@ class FusedAsymptoticLogit(FusedKernelOp):
     def kernel_version() -> int:
         """Changes with this file and the shared helpers of ``fused_logit.py``."""
         return KERNEL_VERSION
+
+
+@register_funcify_and_cache_key(FusedAsymptoticLogit)
+def _numba_funcify_uncached(op, node=None, **kwargs):
+    # No cache key, so PyTensor never caches a graph that holds this kernel. Compiled fresh
+    # and loaded from PyTensor's cache, the same graph rounded this kernel's sums differently
+    # in the last bit (its loops are vectorised under fastmath's reassociation; the 2PL
+    # kernel's results came out the same both ways), and the chains of a fit with floors then
+    # parted between its first run on a machine and every later one. Fresh every time, the
+    # same seed gives the same draws; the price is the graph's compilation (about 10 s at S).
+    return numba_kernel_call(op), None
 
 
 fused_asymptotic_logit = FusedAsymptoticLogit()

@@ -308,10 +308,8 @@ def kernel_version(*modules: str) -> int:
     return int.from_bytes(digest[:6], "big")
 
 
-@register_funcify_default_op_cache_key(FusedKernelOp)
-def _numba_funcify_fused(op, node=None, **kwargs):
-    # with a cache key the whole compiled model graph goes into PyTensor's numba cache: a
-    # graph compiled before (same model, same data) is loaded, not typed and optimised again
+def numba_kernel_call(op: FusedKernelOp) -> Any:
+    """The numba function a compiled graph calls for ``op``'s node: its kernel, total as an array."""
     kernel = type(op).kernel
 
     @numba.njit
@@ -319,7 +317,14 @@ def _numba_funcify_fused(op, node=None, **kwargs):
         out = kernel(*inputs)
         return (np.asarray(out[0]),) + out[1:]  # noqa: RUF005 (numba has no starred tuples)
 
-    return fused, type(op).kernel_version()
+    return fused
+
+
+@register_funcify_default_op_cache_key(FusedKernelOp)
+def _numba_funcify_fused(op, node=None, **kwargs):
+    # with a cache key the whole compiled model graph goes into PyTensor's numba cache: a
+    # graph compiled before (same model, same data) is loaded, not typed and optimised again
+    return numba_kernel_call(op), type(op).kernel_version()
 
 
 class FusedBernoulliLogit(FusedKernelOp):
