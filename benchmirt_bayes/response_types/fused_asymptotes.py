@@ -225,6 +225,7 @@ def _asymptotic_pass(
             ceiling_capped[j] += cell_ceiling[j]
         accumulate_row(residual, ability[i], loading_rows, grad_loading_rows, grad_ability[i])
     grad_floor64 = grad_floor.astype(np.float64)
+    weight = np.empty(n_four, dtype=dtype)
     for j in range(n_four):
         k = first_four + j
         with_cap = math.log(share[k]) + sum_capped[j]
@@ -232,16 +233,20 @@ def _asymptotic_pass(
         high, low = max(with_cap, without), min(with_cap, without)
         ratio = math.exp(low - high)
         total += high + math.log1p(ratio)
-        weight = 1.0 / (1.0 + ratio) if with_cap >= without else ratio / (1.0 + ratio)
-        grad_floor64[k] = weight * floor_capped[j] + (1.0 - weight) * floor_open[j]
-        grad_ceiling[k] = weight * ceiling_capped[j]
-        grad_share[k] = weight / share[k] - (1.0 - weight) / (1.0 - share[k])
-        for i in range(n_llm):
-            r = weight * residual_capped[i, j] + (1.0 - weight) * residual_open[i, j]
-            grad_intercept[k] += r
-            for d in range(n_dim):
-                grad_loading_rows[d, k] += r * ability[i, d]
-                grad_ability[i, d] += r * loading_rows[d, k]
+        w = 1.0 / (1.0 + ratio) if with_cap >= without else ratio / (1.0 + ratio)
+        weight[j] = w
+        grad_floor64[k] = w * floor_capped[j] + (1.0 - w) * floor_open[j]
+        grad_ceiling[k] = w * ceiling_capped[j]
+        grad_share[k] = w / share[k] - (1.0 - w) / (1.0 - share[k])
+    mixed = np.empty(n_four, dtype=dtype)
+    grad_intercept_four = grad_intercept[first_four:]
+    for i in range(n_llm):  # each LLM's 4PL cell derivatives, mixed by their items' weights
+        capped_row, open_row = residual_capped[i], residual_open[i]
+        for j in range(n_four):
+            r = weight[j] * capped_row[j] + (1 - weight[j]) * open_row[j]
+            mixed[j] = r
+            grad_intercept_four[j] += r
+        accumulate_row(mixed, ability[i], loading_rows, grad_loading_rows, grad_ability[i], first_four)
     return (
         total,
         grad_ability.astype(np.float64),
