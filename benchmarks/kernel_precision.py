@@ -31,6 +31,7 @@ import argparse
 import time
 
 import arviz as az
+import numpy as np
 import pandas as pd
 from bench_tables import elapsed_logger, markdown_table, posterior_agreement, run_header
 
@@ -53,7 +54,8 @@ def fit_row(responses, likelihood: str, seed: int, nuts: dict, spec=None) -> tup
     wall = time.perf_counter() - start
     post = fit["posterior"].to_dataset()
     if "floor" in post:  # the floored items' floors (the others' are 0 in every draw)
-        post["floored_floor"] = post["floor"].isel(item=(post["floor"] > 0).all(("chain", "draw")).values)
+        floored = np.flatnonzero((post["floor"] > 0).all(("chain", "draw")).values)
+        post["floored_floor"] = post["floor"].isel(item=floored).rename(item="floored_item")
     min_ess = min(float(az.ess(post[name]).min()) for name in QUANTITIES)
     steps = float(fit["sample_stats"]["n_steps"].sum())
     row = {
