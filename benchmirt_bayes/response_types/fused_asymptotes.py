@@ -125,9 +125,7 @@ def _asymptotic_pass(
 ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The pass of :func:`asymptotic_loglik_and_grad` with cells in ``like``'s precision.
 
-    The per-item logarithms and inverses of floors and ceilings are taken in float64 (in
-    float32 a ceiling within 6e-8 of one would round to one, and ``log(1 − u)`` to ``−∞``)
-    and rounded once; the 4PL items' mixing weights are computed in float64.
+    What stays in float64 whatever ``like`` is: see the module docstring.
     """
     # rows are read as vectors: a column selection of a C matrix (numpy's
     # ``y[:, items]``) is Fortran-ordered, and the loops over its strided rows do not vectorise
