@@ -63,17 +63,12 @@ TWO_PL, THREE_PL, FOUR_PL = 0, 1, 2
 # more than once; the compiled kernel is tested against the cell form's graph
 warnings.filterwarnings("ignore", r".*_logistic_parts_typed.* is not in scope", NumbaIRAssumptionWarning)
 
-_FRESH = {**_JIT, "cache": False}
-# numba's disk cache off for these kernels: a 4PL fit drew other draws with the kernel loaded
-# from that cache than with it compiled fresh (float32 cells, fastmath), as the graph around
-# it did from PyTensor's cache (see ``_numba_funcify_uncached``)
-
 NO_CAP = -1e6
 """The shift of ``log q`` at a ceiling of one (``log 0``): ``η + NO_CAP`` is below −40, the
 polynomials' cap, for any ``η`` below 999,960."""
 
 
-@numba.njit(**_FRESH)
+@numba.njit(**_JIT)
 def _item_constants(floor: np.ndarray, capped: np.ndarray, like: np.ndarray) -> np.ndarray:
     """Per floored item, its floor's logarithms and inverses and its capped ceiling's shifts.
 
@@ -97,7 +92,7 @@ def _item_constants(floor: np.ndarray, capped: np.ndarray, like: np.ndarray) -> 
     return out.astype(like.dtype)
 
 
-@numba.njit(inline="always", **_FRESH)
+@numba.njit(inline="always", **_JIT)
 def _open_cell(y, x, log_floor, log_one_minus_floor, inverse_floor, inverse_one_minus_floor, no_cap, zero):
     """A floored cell with its ceiling at one (3PL, or a 4PL item taken as not capped).
 
@@ -116,7 +111,7 @@ def _open_cell(y, x, log_floor, log_one_minus_floor, inverse_floor, inverse_one_
     return ll, d_eta, d_floor if observed else zero, softplus, sigmoid
 
 
-@numba.njit(**_FRESH)
+@numba.njit(**_JIT)
 def _asymptotic_pass(
     responses: np.ndarray,
     kind: np.ndarray,
@@ -261,7 +256,7 @@ def _asymptotic_pass(
     )
 
 
-@numba.njit(**_FRESH)
+@numba.njit(**_JIT)
 def asymptotic_loglik_and_grad(
     responses: np.ndarray,
     kind: np.ndarray,
@@ -301,7 +296,7 @@ def asymptotic_loglik_and_grad(
     )
 
 
-@numba.njit(**_FRESH)
+@numba.njit(**_JIT)
 def asymptotic_loglik_and_grad64(
     responses: np.ndarray,
     kind: np.ndarray,
