@@ -42,7 +42,6 @@ import numba
 import numpy as np
 import pytensor.tensor as pt
 from numba.core.errors import NumbaIRAssumptionWarning
-from pytensor.link.numba.dispatch.basic import register_funcify_and_cache_key
 
 from benchmirt_bayes.response_types import fused_logit
 from benchmirt_bayes.response_types.fused_logit import (
@@ -52,7 +51,6 @@ from benchmirt_bayes.response_types.fused_logit import (
     fused_loglik,
     kernel_version,
     logistic_parts,
-    numba_kernel_call,
     row_logits,
 )
 
@@ -169,6 +167,7 @@ def _asymptotic_pass(
     softplus_four, sigmoid_four = np.empty(n_four, dtype=dtype), np.empty(n_four, dtype=dtype)
     log_lik_open, floor_derivative_open = np.empty(n_four, dtype=dtype), np.empty(n_four, dtype=dtype)
     residual = np.empty(n_item, dtype=dtype)
+    log_lik_three = np.empty(first_four, dtype=dtype)
     total = 0.0
     for i in range(n_llm):
         row_logits(eta, intercept, loading_rows, ability[i])
@@ -179,10 +178,12 @@ def _asymptotic_pass(
                 answers[k], eta[k], log_floor[k], log_one_minus_floor[k], inverse_floor[k],
                 inverse_one_minus_floor[k], no_cap, zero,
             )  # fmt: skip
-            row_total += ll
+            log_lik_three[k] = ll
             residual[k] = r
             grad_intercept[k] += r
             grad_floor[k] += d_floor
+        for k in range(first_four):  # summed apart from the stores: see ``accumulate_row``
+            row_total += log_lik_three[k]
         total += row_total
         open_row = residual_open[i]
         answers_four, eta_four = answers[first_four:], eta[first_four:]
@@ -324,17 +325,6 @@ class FusedAsymptoticLogit(FusedKernelOp):
     def kernel_version() -> int:
         """Changes with this file and the shared helpers of ``fused_logit.py``."""
         return KERNEL_VERSION
-
-
-@register_funcify_and_cache_key(FusedAsymptoticLogit)
-def _numba_funcify_uncached(op, node=None, **kwargs):
-    # No cache key, so PyTensor never caches a graph that holds this kernel. Compiled fresh
-    # and loaded from PyTensor's cache, the same graph rounded this kernel's sums differently
-    # in the last bit (its loops are vectorised under fastmath's reassociation; the 2PL
-    # kernel's results came out the same both ways), and the chains of a fit with floors then
-    # parted between its first run on a machine and every later one. Fresh every time, the
-    # same seed gives the same draws; the price is the graph's compilation (about 10 s at S).
-    return numba_kernel_call(op), None
 
 
 class FusedAsymptoticLogit64(FusedAsymptoticLogit):
