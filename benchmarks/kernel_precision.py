@@ -17,6 +17,12 @@ and commit:
     python benchmarks/kernel_precision.py                 # S: about 3 minutes on 2 cores
     python benchmarks/kernel_precision.py --sizes S M     # M adds about 6 minutes
     python benchmarks/kernel_precision.py --llms 20 50    # the first 20 and 50 of S's LLMs
+    python benchmarks/kernel_precision.py --floors        # the 3PL/4PL kernel: about 6 minutes
+
+``--floors`` fits the speed harness's planted S set instead (chance floors and capped items
+planted in the five multiple-choice benchmarks) with MMLU-Pro as a 3PL (what the ``"auto"``
+pipeline chooses there) and GPQA as a 4PL, so that the floored items go through the 3PL/4PL
+kernel in each precision; their floors join the compared quantities.
 """
 
 from __future__ import annotations
@@ -25,10 +31,14 @@ import argparse
 import time
 
 import arviz as az
+import numpy as np
 import pandas as pd
 from bench_tables import elapsed_logger, markdown_table, posterior_agreement, run_header
 
 from benchmirt_bayes import fit_posterior, simulate_benchmirt
+
+FLOORED_SPEC = {"benchmarks": {"MMLU-Pro": "3pl", "GPQA": "4pl"}}
+"""The ``[binary]`` models of ``--floors`` (with the planted set's option counts)."""
 
 SETS = {"S": 1000, "M": 5000}
 """Items of the speed harness's sets (100 LLMs, seed 1)."""
@@ -36,11 +46,16 @@ N_LLMS = 100
 QUANTITIES = ("ability", "intercept")
 
 
-def fit_row(responses, likelihood: str, seed: int, nuts: dict) -> tuple[dict, object]:
+def fit_row(responses, likelihood: str, seed: int, nuts: dict, spec=None) -> tuple[dict, object]:
     start = time.perf_counter()
-    fit = fit_posterior(responses, 2, seed=seed, nuts=nuts, likelihood=likelihood, progressbar=False)
+    fit = fit_posterior(
+        responses, 2, spec=spec, seed=seed, nuts=nuts, likelihood=likelihood, progressbar=False
+    )
     wall = time.perf_counter() - start
-    post = fit["posterior"]
+    post = fit["posterior"].to_dataset()
+    if "floor" in post:  # the floored items' floors (the others' are 0 in every draw)
+        floored = np.flatnonzero((post["floor"] > 0).all(("chain", "draw")).values)
+        post["floored_floor"] = post["floor"].isel(item=floored).rename(item="floored_item")
     min_ess = min(float(az.ess(post[name]).min()) for name in QUANTITIES)
     steps = float(fit["sample_stats"]["n_steps"].sum())
     row = {
@@ -66,19 +81,31 @@ def main() -> None:
     parser.add_argument(
         "--llms", type=int, nargs="+", default=[N_LLMS], help="keep the first N LLMs of each set"
     )
+    parser.add_argument("--floors", action="store_true", help="the planted S set with 3PL/4PL items")
     args = parser.parse_args()
+    spec, quantities = None, QUANTITIES
+    if args.floors:
+        from harness import MULTIPLE_CHOICE, make_data
+
+        spec = {"binary": {**FLOORED_SPEC, "n_options": MULTIPLE_CHOICE}}
+        quantities = (*QUANTITIES, "floored_floor")
+        args.sizes = ["S"]
     nuts = {"chains": args.chains, "draws": args.draws, "tune": args.tune}
     log = elapsed_logger()
     fits, pairs = [], []
     runs = [(size, n_llms) for size in args.sizes for n_llms in args.llms]
     for name, n_llms in runs:
-        full = simulate_benchmirt(scale=SETS[name] / 34312, n_llms=N_LLMS, seed=1).responses
+        if args.floors:
+            full = make_data(name, False, planted=True)
+        else:
+            full = simulate_benchmirt(scale=SETS[name] / 34312, n_llms=N_LLMS, seed=1).responses
         responses = full.subset(llms=list(full.llms[:n_llms]))
         size = name if n_llms == N_LLMS else f"{name}, {n_llms} LLMs"
+        size += ", planted, MMLU-Pro 3PL, GPQA 4PL" if args.floors else ""
         posteriors = {}
         for likelihood in ("fused", "fused64"):
             for seed in (1, 2):
-                row, posteriors[likelihood, seed] = fit_row(responses, likelihood, seed, nuts)
+                row, posteriors[likelihood, seed] = fit_row(responses, likelihood, seed, nuts, spec)
                 fits.append({"size": size, **row})
                 log(f"{size} {likelihood} seed {seed}: {row}")
         for (a, b), label in {
@@ -88,7 +115,7 @@ def main() -> None:
             (("fused", 2), ("fused64", 2)): "float32 vs float64 (seed 2)",
         }.items():
             pairs.append(
-                {"size": size, "pair": label, **posterior_agreement(posteriors[a], posteriors[b], QUANTITIES)}
+                {"size": size, "pair": label, **posterior_agreement(posteriors[a], posteriors[b], quantities)}
             )
     fits = pd.DataFrame(fits)
     speed = fits.groupby(["size", "likelihood"])[["min_ess_per_s", "steps_per_s"]].mean().unstack()

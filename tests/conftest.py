@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 import xarray as xr
@@ -196,3 +198,51 @@ def jittered_point_values(model, names: list[str], seed: int = 4) -> tuple[dict,
     outs = model.replace_rvs_by_values([model[n] for n in names])
     computed = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")(point)
     return point, dict(zip(names, computed, strict=True))
+
+
+@numba.njit(nogil=True)
+def _matching_calls(n_calls, kernel, inputs, same):
+    first = kernel(*inputs)
+    matching = 0
+    for _ in range(n_calls):
+        matching += same(kernel(*inputs), first)
+    return matching
+
+
+@numba.njit
+def _same_four(out, first):
+    return (
+        out[0] == first[0]
+        and np.all(out[1] == first[1])
+        and np.all(out[2] == first[2])
+        and np.all(out[3] == first[3])
+    )
+
+
+@numba.njit
+def _same_seven(out, first):
+    return (
+        _same_four(out, first)
+        and np.all(out[4] == first[4])
+        and np.all(out[5] == first[5])
+        and np.all(out[6] == first[6])
+    )
+
+
+def calls_matching_the_first_in_two_threads(kernel, inputs: tuple, n_calls: int) -> list[int]:
+    """Per thread, how many of ``n_calls`` calls of a fused kernel gave the bits of its first call.
+
+    Two threads call ``kernel(*inputs)`` at once (without the GIL), so their allocations
+    interleave and the kernel's work arrays land at other addresses from call to call.
+    """
+    same = _same_seven if len(kernel(*inputs)) == 7 else _same_four
+    counts: list[int] = []
+    threads = [
+        threading.Thread(target=lambda: counts.append(_matching_calls(n_calls, kernel, inputs, same)))
+        for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return counts

@@ -529,8 +529,9 @@ def test_a_fit_whose_chains_disagree_on_a_benchmark_carries_its_monte_carlo_erro
 ):
     fits = asymptote_choice.candidate_fits
     table = compare_asymptote_models(fits)
-    # the candidates' chains mixed on every benchmark of this set
-    assert (table["rhat"] < 1.05).all() and (table["mcse"] < table["se_diff"].max()).all()
+    # the candidates' chains mixed on every benchmark of this set (at 2 × (200 + 200) draws an
+    # R-hat up to about 1.07 is the chains' noise)
+    assert (table["rhat"] < 1.1).all() and (table["mcse"] < table["se_diff"].max()).all()
     # a fit's draws dealt to the chains by their log-likelihood on one benchmark (low half to
     # one chain, high half to the other): the same draws, so the same PSIS-LOO up to its
     # relative efficiencies, but chains that disagree, and a larger Monte Carlo error
@@ -549,7 +550,7 @@ def test_a_fit_whose_chains_disagree_on_a_benchmark_carries_its_monte_carlo_erro
     broken["posterior"] = post
     mixed = compare_asymptote_models({"2pl": fits["2pl"], "4pl": broken}).set_index(["benchmark", "model"])
     assert mixed.loc[(bench, "4pl"), "elpd"] == pytest.approx(rows.loc[(bench, "4pl"), "elpd"], abs=0.1)
-    assert mixed.loc[(bench, "4pl"), "rhat"] > 1.05
+    assert mixed.loc[(bench, "4pl"), "rhat"] > 1.1
     assert mixed.loc[(bench, "4pl"), "mcse"] > 3 * rows.loc[(bench, "4pl"), "mcse"]
     # every recommendation follows the rule on the table's own columns
     for table_ in (table, mixed.reset_index()):

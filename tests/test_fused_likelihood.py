@@ -15,6 +15,8 @@ from benchmirt_bayes.response_types.fused_logit import (
     loglik_and_grad64,
 )
 
+from .conftest import calls_matching_the_first_in_two_threads
+
 
 def _reference(y, ability, loading, intercept):
     eta = ability @ loading.T + intercept
@@ -137,3 +139,17 @@ def test_a_compiled_graph_with_the_kernel_goes_into_pytensors_numba_cache(monkey
     monkeypatch.setattr(fused_logit, "KERNEL_VERSION", fused_logit.KERNEL_VERSION + 1)
     _, edited = numba_funcify_and_cache_key(node.op, node=node)
     assert edited not in (None, key)  # an edited kernel never reads an older one's cache
+
+
+@pytest.mark.parametrize("kernel", [loglik_and_grad, loglik_and_grad64])
+@pytest.mark.parametrize("n_item", [13, 90, 700])
+def test_kernel_bits_do_not_depend_on_where_its_arrays_land(kernel, n_item):
+    # see test_fused_asymptotes.py: two threads at once move the kernel's work arrays around
+    rng = np.random.default_rng(n_item)
+    inputs = (
+        rng.integers(-1, 2, size=(20, n_item)).astype(np.int8),
+        rng.normal(size=(20, 2)),
+        rng.normal(size=(n_item, 2)),
+        3 * rng.normal(size=n_item),
+    )
+    assert calls_matching_the_first_in_two_threads(kernel, inputs, 20_000) == [20_000, 20_000]

@@ -349,10 +349,10 @@ def fit_once(
     compile cache then round differently (about 1e-11 in the log density, after which the
     chains part), so the same seed gave other draws on a cold cache. Fits compile without
     it: the same seed gives the same draws, cold or warm, at no measured cost in speed.
-    The package's own kernels keep ``fastmath`` (their loops vectorise only with it); the
-    2PL kernel's results do not depend on the cache, and a graph holding the 3PL/4PL kernel
-    is never cached (:mod:`~benchmirt_bayes.response_types.fused_asymptotes`), so fits with
-    floors or ceilings repeat too.
+    The package's own kernels keep ``fastmath`` (their loops vectorise only with it); they
+    sum in loops that store nothing, so their results do not depend on where their arrays
+    land in memory (which differs between chains, runs and caches), and fits with floors or
+    ceilings repeat too.
     """
     with pytensor.config.change_flags(numba__fastmath=False):
         return _fit_once(responses, settings, seed, progressbar, restart)

@@ -299,8 +299,8 @@ def resolve_likelihood(
     ``"auto"`` becomes ``"fused"`` (``"dense"`` when ``jax``, which has no fused
     kernel) if at least half the cells are observed, else ``"cells"``. Data with
     non-binary items always use ``"cells"``; binary items to which ``spec`` gives floors or
-    ceilings use ``"fused"``/``"fused64"`` (both the float64 2PL/3PL/4PL kernel) or
-    ``"cells"`` (``"cells"`` with JAX).
+    ceilings use ``"fused"``/``"fused64"`` (the 2PL/3PL/4PL kernels, cells in float32 and in
+    float64) or ``"cells"`` (``"cells"`` with JAX).
     """
     if likelihood not in LIKELIHOOD_FORMS:
         raise ValueError(f"likelihood must be one of {LIKELIHOOD_FORMS}, got {likelihood!r}")

@@ -310,8 +310,8 @@ class BinaryLogistic(ResponseModel):
         """Every cell through the one-pass kernels of :mod:`~benchmirt_bayes.response_types.fused_asymptotes`.
 
         The observed ``name`` is over ``(llm, item)``; its prior-predictive draws draw each 4PL
-        item's capped-or-not indicator first. ``float64``: the 2PL items' cells in float64
-        (the floored items' always are).
+        item's capped-or-not indicator first. ``float64``: every cell in float64 (else in
+        float32, as the 2PL kernel's).
         """
         floor, ceiling, share = self._asymptote_variables(responses, plan, section)
         kind = np.select([plan.capped, plan.floored], [FOUR_PL, THREE_PL], TWO_PL).astype(np.int8)

@@ -24,6 +24,13 @@ shift of ``log q`` is ``−∞``: it is taken as :data:`NO_CAP`, beyond the poly
 cache; a 4PL item's cell derivatives under both ceilings are kept until the whole matrix has
 been read, since their mixing weight (the posterior probability that the item is capped)
 depends on every cell of the item.
+
+As in ``fused_logit``, the default kernel (:func:`asymptotic_loglik_and_grad`, the ``"fused"``
+likelihood) computes each cell in float32 and :func:`asymptotic_loglik_and_grad64` (``"fused64"``)
+in float64. What float32 would round badly stays in float64: the items' logarithms and
+inverses of floors and ceilings (a ceiling within 6e-8 of one is one in float32, and
+``log(1 − u)`` then ``−∞``) are taken in float64 and rounded once, and a 4PL item's two
+summed log-likelihoods, whose difference sets its mixing weight, are summed in float64.
 """
 
 from __future__ import annotations
@@ -35,7 +42,6 @@ import numba
 import numpy as np
 import pytensor.tensor as pt
 from numba.core.errors import NumbaIRAssumptionWarning
-from pytensor.link.numba.dispatch.basic import register_funcify_and_cache_key
 
 from benchmirt_bayes.response_types import fused_logit
 from benchmirt_bayes.response_types.fused_logit import (
@@ -45,7 +51,6 @@ from benchmirt_bayes.response_types.fused_logit import (
     fused_loglik,
     kernel_version,
     logistic_parts,
-    numba_kernel_call,
     row_logits,
 )
 
@@ -62,6 +67,197 @@ polynomials' cap, for any ``η`` below 999,960."""
 
 
 @numba.njit(**_JIT)
+def _item_constants(floor: np.ndarray, capped: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """Per floored item, its floor's logarithms and inverses and its capped ceiling's shifts.
+
+    Rows: ``log g``, ``log(1 − g)``, ``1 / g``, ``1 / (1 − g)`` of every item, then for the
+    last ``capped.size`` items (the 4PL ones, ceiling ``u``) ``log u − log g``,
+    ``log(1 − u) − log(1 − g)``, ``1 / u`` and ``1 / (1 − u)`` (zero for the others); taken
+    in float64 and rounded to ``like``'s precision once.
+    """
+    # explicit loops: ``np.log1p(-g).astype(np.float32)`` compiled to a path about 30 times
+    # slower per item, which cost more than all the float32 cells of a 350-item benchmark
+    n_item, first_four = floor.size, floor.size - capped.size
+    out = np.zeros((8, n_item))
+    for k in range(n_item):
+        g = floor[k]
+        out[0, k], out[1, k] = math.log(g), math.log1p(-g)
+        out[2, k], out[3, k] = 1.0 / g, 1.0 / (1.0 - g)
+    for j in range(capped.size):
+        k, u = first_four + j, capped[j]
+        out[4, k], out[5, k] = math.log(u) - out[0, k], math.log1p(-u) - out[1, k]
+        out[6, k], out[7, k] = 1.0 / u, 1.0 / (1.0 - u)
+    return out.astype(like.dtype)
+
+
+@numba.njit(inline="always", **_JIT)
+def _open_cell(y, x, log_floor, log_one_minus_floor, inverse_floor, inverse_one_minus_floor, no_cap, zero):
+    """A floored cell with its ceiling at one (3PL, or a 4PL item taken as not capped).
+
+    ``y`` the answer (-1 unobserved), ``x`` = η, then the item's floor constants. Returns
+    ``(log-likelihood, its η- and floor-derivatives, softplus(η), σ(η))``, the first three
+    zero where unobserved.
+    """
+    correct = y == 1
+    softplus, sigmoid, _ = logistic_parts(x)
+    base = log_floor if correct else log_one_minus_floor
+    softplus_t, sigmoid_t, sigmoid_minus_t = logistic_parts(x + (-log_floor if correct else no_cap))
+    d_floor = sigmoid_minus_t * (inverse_floor if correct else -inverse_one_minus_floor)
+    observed = y >= 0
+    ll = (base + softplus_t - softplus) if observed else zero
+    d_eta = (sigmoid_t - sigmoid) if observed else zero
+    return ll, d_eta, d_floor if observed else zero, softplus, sigmoid
+
+
+@numba.njit(**_JIT)
+def _asymptotic_pass(
+    responses: np.ndarray,
+    kind: np.ndarray,
+    ability: np.ndarray,
+    loading: np.ndarray,
+    intercept: np.ndarray,
+    floor: np.ndarray,
+    ceiling: np.ndarray,
+    share: np.ndarray,
+    like: np.ndarray,
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The pass of :func:`asymptotic_loglik_and_grad` with cells in ``like``'s precision.
+
+    What stays in float64 whatever ``like`` is: see the module docstring.
+    """
+    # rows are read as vectors: a column selection of a C matrix (numpy's
+    # ``y[:, items]``) is Fortran-ordered, and the loops over its strided rows do not vectorise
+    responses = np.ascontiguousarray(responses)
+    n_llm, n_item = responses.shape
+    n_dim = ability.shape[1]
+    dtype = like.dtype
+    unit = np.arange(2).astype(dtype)
+    zero = unit[0]  # typed constants: a float literal would promote float32 cells
+    no_cap = np.full(1, NO_CAP).astype(dtype)[0]
+    ability, intercept = ability.astype(dtype), intercept.astype(dtype)
+    loading_rows = np.ascontiguousarray(loading.T).astype(dtype)
+    grad_ability = np.zeros((n_llm, n_dim), dtype=dtype)
+    grad_loading_rows = np.zeros((n_dim, n_item), dtype=dtype)
+    grad_intercept = np.zeros(n_item, dtype=dtype)
+    grad_floor = np.zeros(n_item, dtype=dtype)
+    grad_ceiling = np.zeros(n_item)
+    grad_share = np.zeros(n_item)
+    n_four = int(np.sum(kind == FOUR_PL))
+    first_four = n_item - n_four
+    if np.any(kind[first_four:] != FOUR_PL):
+        raise ValueError("the 4PL items must come after the 3PL items")
+    constants = _item_constants(floor, ceiling[first_four:], like)
+    log_floor, log_one_minus_floor = constants[0], constants[1]
+    inverse_floor, inverse_one_minus_floor = constants[2], constants[3]
+    capped_shift_correct, capped_shift_wrong = constants[4, first_four:], constants[5, first_four:]
+    inverse_ceiling, inverse_one_minus_ceiling = constants[6, first_four:], constants[7, first_four:]
+    log_floor_four, log_one_minus_floor_four = log_floor[first_four:], log_one_minus_floor[first_four:]
+    inverse_floor_four = inverse_floor[first_four:]
+    inverse_one_minus_floor_four = inverse_one_minus_floor[first_four:]
+    cell_log_lik = np.empty(n_four, dtype=dtype)
+    cell_floor, cell_ceiling = np.empty(n_four, dtype=dtype), np.empty(n_four, dtype=dtype)
+    # per 4PL item: sums of cell log-likelihoods and of floor/ceiling derivatives with the
+    # ceiling at u ("capped") and at one ("open"), and every cell's η-derivative under both
+    sum_capped, sum_open = np.zeros(n_four), np.zeros(n_four)
+    floor_capped, floor_open = np.zeros(n_four), np.zeros(n_four)
+    ceiling_capped = np.zeros(n_four)
+    residual_capped = np.zeros((n_llm, n_four), dtype=dtype)
+    residual_open = np.zeros((n_llm, n_four), dtype=dtype)
+    eta = np.empty(n_item, dtype=dtype)
+    softplus_four, sigmoid_four = np.empty(n_four, dtype=dtype), np.empty(n_four, dtype=dtype)
+    log_lik_open, floor_derivative_open = np.empty(n_four, dtype=dtype), np.empty(n_four, dtype=dtype)
+    residual = np.empty(n_item, dtype=dtype)
+    log_lik_three = np.empty(first_four, dtype=dtype)
+    total = 0.0
+    for i in range(n_llm):
+        row_logits(eta, intercept, loading_rows, ability[i])
+        answers = responses[i]
+        row_total = zero
+        for k in range(first_four):  # 3PL cells: vectorised
+            ll, r, d_floor, _, _ = _open_cell(
+                answers[k], eta[k], log_floor[k], log_one_minus_floor[k], inverse_floor[k],
+                inverse_one_minus_floor[k], no_cap, zero,
+            )  # fmt: skip
+            log_lik_three[k] = ll
+            residual[k] = r
+            grad_intercept[k] += r
+            grad_floor[k] += d_floor
+        for k in range(first_four):  # summed apart from the stores: see ``accumulate_row``
+            row_total += log_lik_three[k]
+        total += row_total
+        open_row = residual_open[i]
+        answers_four, eta_four = answers[first_four:], eta[first_four:]
+        # 4PL cells with the ceiling at one: their terms wait for the item's weight
+        for j in range(n_four):
+            k = first_four + j
+            ll, r, d_floor, softplus, sigmoid = _open_cell(
+                answers_four[j], eta_four[j], log_floor[k], log_one_minus_floor[k], inverse_floor[k],
+                inverse_one_minus_floor[k], no_cap, zero,
+            )  # fmt: skip
+            softplus_four[j], sigmoid_four[j] = softplus, sigmoid
+            log_lik_open[j], floor_derivative_open[j], open_row[j] = ll, d_floor, r
+            residual[k] = zero
+        for j in range(n_four):
+            sum_open[j] += log_lik_open[j]
+            floor_open[j] += floor_derivative_open[j]
+        capped_row = residual_capped[i]
+        # 4PL cells with the ceiling at u: per-cell terms first, summed in a loop of their own
+        # (accumulating in the same loop kept LLVM from vectorising it)
+        for j in range(n_four):
+            y = answers_four[j]
+            correct = y == 1
+            observed = y >= 0
+            base = log_floor_four[j] if correct else log_one_minus_floor_four[j]
+            shift = capped_shift_correct[j] if correct else capped_shift_wrong[j]
+            softplus_t, sigmoid_t, sigmoid_minus_t = logistic_parts(eta_four[j] + shift)
+            ll, d_eta = base + softplus_t - softplus_four[j], sigmoid_t - sigmoid_four[j]
+            floor_factor = inverse_floor_four[j] if correct else -inverse_one_minus_floor_four[j]
+            d_floor = sigmoid_minus_t * floor_factor
+            d_ceiling = sigmoid_t * (inverse_ceiling[j] if correct else -inverse_one_minus_ceiling[j])
+            capped_row[j] = d_eta if observed else zero
+            cell_log_lik[j] = ll if observed else zero
+            cell_floor[j] = d_floor if observed else zero
+            cell_ceiling[j] = d_ceiling if observed else zero
+        for j in range(n_four):
+            sum_capped[j] += cell_log_lik[j]
+            floor_capped[j] += cell_floor[j]
+            ceiling_capped[j] += cell_ceiling[j]
+        accumulate_row(residual, ability[i], loading_rows, grad_loading_rows, grad_ability[i])
+    grad_floor64 = grad_floor.astype(np.float64)
+    weight = np.empty(n_four, dtype=dtype)
+    for j in range(n_four):
+        k = first_four + j
+        with_cap = math.log(share[k]) + sum_capped[j]
+        without = math.log1p(-share[k]) + sum_open[j]
+        high, low = max(with_cap, without), min(with_cap, without)
+        ratio = math.exp(low - high)
+        total += high + math.log1p(ratio)
+        w = 1.0 / (1.0 + ratio) if with_cap >= without else ratio / (1.0 + ratio)
+        weight[j] = w
+        grad_floor64[k] = w * floor_capped[j] + (1.0 - w) * floor_open[j]
+        grad_ceiling[k] = w * ceiling_capped[j]
+        grad_share[k] = w / share[k] - (1.0 - w) / (1.0 - share[k])
+    mixed = np.empty(n_four, dtype=dtype)
+    grad_intercept_four = grad_intercept[first_four:]
+    for i in range(n_llm):  # each LLM's 4PL cell derivatives, mixed by their items' weights
+        capped_row, open_row = residual_capped[i], residual_open[i]
+        for j in range(n_four):
+            r = weight[j] * capped_row[j] + (1 - weight[j]) * open_row[j]
+            mixed[j] = r
+            grad_intercept_four[j] += r
+        accumulate_row(mixed, ability[i], loading_rows, grad_loading_rows, grad_ability[i], first_four)
+    return (
+        total,
+        grad_ability.astype(np.float64),
+        np.ascontiguousarray(grad_loading_rows.T).astype(np.float64),
+        grad_intercept.astype(np.float64),
+        grad_floor64,
+        grad_ceiling,
+        grad_share,
+    )
+
+
+@numba.njit(**_JIT)
 def asymptotic_loglik_and_grad(
     responses: np.ndarray,
     kind: np.ndarray,
@@ -72,7 +268,7 @@ def asymptotic_loglik_and_grad(
     ceiling: np.ndarray,
     share: np.ndarray,
 ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Log-likelihood of floored items' ``responses`` and its gradients in the six parameters.
+    """Log-likelihood of floored items' ``responses`` and its gradients, each cell in float32.
 
     Parameters
     ----------
@@ -89,131 +285,32 @@ def asymptotic_loglik_and_grad(
     Returns
     -------
     tuple
-        The log-likelihood and its gradients, shaped like the six parameters (zero where
-        an item's kind does not read the parameter).
+        The log-likelihood and its gradients (float64), shaped like the six parameters (zero
+        where an item's kind does not read the parameter). Each cell is computed in float32
+        and each LLM's row summed in float32, the rows and the 4PL items' mixtures in
+        float64, as :func:`~benchmirt_bayes.response_types.fused_logit.loglik_and_grad` does
+        for the 2PL.
 
     """
-    # rows are read as vectors: a column selection of a C matrix (numpy's
-    # ``y[:, items]``) is Fortran-ordered, and the loops over its strided rows do not vectorise
-    responses = np.ascontiguousarray(responses)
-    n_llm, n_item = responses.shape
-    n_dim = ability.shape[1]
-    loading_rows = np.ascontiguousarray(loading.T)
-    grad_ability = np.zeros((n_llm, n_dim))
-    grad_loading_rows = np.zeros((n_dim, n_item))
-    grad_intercept = np.zeros(n_item)
-    grad_floor = np.zeros(n_item)
-    grad_ceiling = np.zeros(n_item)
-    grad_share = np.zeros(n_item)
-    log_floor, log_one_minus_floor = np.log(floor), np.log1p(-floor)
-    inverse_floor, inverse_one_minus_floor = 1.0 / floor, 1.0 / (1.0 - floor)
-    three = (kind == THREE_PL).astype(np.float64)  # 4PL items' terms wait for their weights
-    n_four = int(np.sum(kind == FOUR_PL))
-    first_four = n_item - n_four
-    if np.any(kind[first_four:] != FOUR_PL):
-        raise ValueError("the 4PL items must come after the 3PL items")
-    capped = ceiling[first_four:]
-    capped_shift_correct = np.log(capped) - log_floor[first_four:]
-    capped_shift_wrong = np.log1p(-capped) - log_one_minus_floor[first_four:]
-    inverse_ceiling, inverse_one_minus_ceiling = 1.0 / capped, 1.0 / (1.0 - capped)
-    log_floor_four, log_one_minus_floor_four = log_floor[first_four:], log_one_minus_floor[first_four:]
-    inverse_floor_four = inverse_floor[first_four:]
-    inverse_one_minus_floor_four = inverse_one_minus_floor[first_four:]
-    cell_log_lik, cell_floor, cell_ceiling = np.empty(n_four), np.empty(n_four), np.empty(n_four)
-    # per 4PL item: sums of cell log-likelihoods and of floor/ceiling derivatives with the
-    # ceiling at u ("capped") and at one ("open"), and every cell's η-derivative under both
-    sum_capped, sum_open = np.zeros(n_four), np.zeros(n_four)
-    floor_capped, floor_open = np.zeros(n_four), np.zeros(n_four)
-    ceiling_capped = np.zeros(n_four)
-    residual_capped = np.zeros((n_llm, n_four))
-    residual_open = np.zeros((n_llm, n_four))
-    eta = np.empty(n_item)
-    softplus_row, sigmoid_row = np.empty(n_item), np.empty(n_item)
-    log_lik_open, floor_derivative_open = np.empty(n_item), np.empty(n_item)
-    residual = np.empty(n_item)
-    total = 0.0
-    for i in range(n_llm):
-        row_logits(eta, intercept, loading_rows, ability[i])
-        answers = responses[i]
-        row_total = 0.0
-        for k in range(n_item):  # every cell with the ceiling at one: vectorised
-            y = answers[k]
-            correct = y == 1
-            x = eta[k]
-            softplus, sigmoid, _ = logistic_parts(x)
-            base = log_floor[k] if correct else log_one_minus_floor[k]
-            shift = -log_floor[k] if correct else NO_CAP
-            softplus_t, sigmoid_t, sigmoid_minus_t = logistic_parts(x + shift)
-            ll, d_eta = base + softplus_t - softplus, sigmoid_t - sigmoid
-            d_floor = sigmoid_minus_t * (inverse_floor[k] if correct else -inverse_one_minus_floor[k])
-            observed = y >= 0
-            ll = ll if observed else 0.0
-            d_eta = d_eta if observed else 0.0
-            d_floor = d_floor if observed else 0.0
-            softplus_row[k], sigmoid_row[k] = softplus, sigmoid
-            log_lik_open[k], floor_derivative_open[k] = ll, d_floor
-            row_total += three[k] * ll
-            residual[k] = d_eta
-            grad_floor[k] += three[k] * d_floor
-        total += row_total
-        for j in range(n_four):  # 4PL cells' terms at one wait for their weights
-            k = first_four + j
-            sum_open[j] += log_lik_open[k]
-            floor_open[j] += floor_derivative_open[k]
-            residual_open[i, j] = residual[k]
-            residual[k] = 0.0
-        capped_row = residual_capped[i]
-        answers_four, eta_four = answers[first_four:], eta[first_four:]
-        softplus_four, sigmoid_four = softplus_row[first_four:], sigmoid_row[first_four:]
-        # 4PL cells with the ceiling at u: per-cell terms first, summed in a loop of their own
-        # (accumulating in the same loop kept LLVM from vectorising it)
-        for j in range(n_four):
-            y = answers_four[j]
-            correct = y == 1
-            observed = y >= 0
-            base = log_floor_four[j] if correct else log_one_minus_floor_four[j]
-            shift = capped_shift_correct[j] if correct else capped_shift_wrong[j]
-            softplus_t, sigmoid_t, sigmoid_minus_t = logistic_parts(eta_four[j] + shift)
-            ll, d_eta = base + softplus_t - softplus_four[j], sigmoid_t - sigmoid_four[j]
-            floor_factor = inverse_floor_four[j] if correct else -inverse_one_minus_floor_four[j]
-            d_floor = sigmoid_minus_t * floor_factor
-            d_ceiling = sigmoid_t * (inverse_ceiling[j] if correct else -inverse_one_minus_ceiling[j])
-            capped_row[j] = d_eta if observed else 0.0
-            cell_log_lik[j] = ll if observed else 0.0
-            cell_floor[j] = d_floor if observed else 0.0
-            cell_ceiling[j] = d_ceiling if observed else 0.0
-        for j in range(n_four):
-            sum_capped[j] += cell_log_lik[j]
-            floor_capped[j] += cell_floor[j]
-            ceiling_capped[j] += cell_ceiling[j]
-        for k in range(n_item):
-            grad_intercept[k] += residual[k]
-        accumulate_row(residual, ability[i], loading_rows, grad_loading_rows, grad_ability[i])
-    for j in range(n_four):
-        k = first_four + j
-        with_cap = math.log(share[k]) + sum_capped[j]
-        without = math.log1p(-share[k]) + sum_open[j]
-        high, low = max(with_cap, without), min(with_cap, without)
-        ratio = math.exp(low - high)
-        total += high + math.log1p(ratio)
-        weight = 1.0 / (1.0 + ratio) if with_cap >= without else ratio / (1.0 + ratio)
-        grad_floor[k] = weight * floor_capped[j] + (1.0 - weight) * floor_open[j]
-        grad_ceiling[k] = weight * ceiling_capped[j]
-        grad_share[k] = weight / share[k] - (1.0 - weight) / (1.0 - share[k])
-        for i in range(n_llm):
-            r = weight * residual_capped[i, j] + (1.0 - weight) * residual_open[i, j]
-            grad_intercept[k] += r
-            for d in range(n_dim):
-                grad_loading_rows[d, k] += r * ability[i, d]
-                grad_ability[i, d] += r * loading_rows[d, k]
-    return (
-        total,
-        grad_ability,
-        np.ascontiguousarray(grad_loading_rows.T),
-        grad_intercept,
-        grad_floor,
-        grad_ceiling,
-        grad_share,
+    return _asymptotic_pass(
+        responses, kind, ability, loading, intercept, floor, ceiling, share, np.empty(0, np.float32)
+    )
+
+
+@numba.njit(**_JIT)
+def asymptotic_loglik_and_grad64(
+    responses: np.ndarray,
+    kind: np.ndarray,
+    ability: np.ndarray,
+    loading: np.ndarray,
+    intercept: np.ndarray,
+    floor: np.ndarray,
+    ceiling: np.ndarray,
+    share: np.ndarray,
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`asymptotic_loglik_and_grad` in float64 throughout."""
+    return _asymptotic_pass(
+        responses, kind, ability, loading, intercept, floor, ceiling, share, np.empty(0, np.float64)
     )
 
 
@@ -230,18 +327,14 @@ class FusedAsymptoticLogit(FusedKernelOp):
         return KERNEL_VERSION
 
 
-@register_funcify_and_cache_key(FusedAsymptoticLogit)
-def _numba_funcify_uncached(op, node=None, **kwargs):
-    # No cache key, so PyTensor never caches a graph that holds this kernel. Compiled fresh
-    # and loaded from PyTensor's cache, the same graph rounded this kernel's sums differently
-    # in the last bit (its loops are vectorised under fastmath's reassociation; the 2PL
-    # kernel's results came out the same both ways), and the chains of a fit with floors then
-    # parted between its first run on a machine and every later one. Fresh every time, the
-    # same seed gives the same draws; the price is the graph's compilation (about 10 s at S).
-    return numba_kernel_call(op), None
+class FusedAsymptoticLogit64(FusedAsymptoticLogit):
+    """:class:`FusedAsymptoticLogit` in float64 throughout (:func:`asymptotic_loglik_and_grad64`)."""
+
+    kernel = asymptotic_loglik_and_grad64
 
 
 fused_asymptotic_logit = FusedAsymptoticLogit()
+fused_asymptotic_logit64 = FusedAsymptoticLogit64()
 
 KERNEL_VERSION = kernel_version(__file__, fused_logit.__file__)
 """Changes with this file or ``fused_logit.py``: PyTensor's numba cache never serves an older kernel."""
@@ -263,8 +356,8 @@ def fused_asymptotic_loglik(
 
     ``responses`` (int8, :func:`~benchmirt_bayes.response_types.fused_logit.encode_responses`)
     and ``kind`` are data; the 2PL items' cells are computed by
-    :func:`~benchmirt_bayes.response_types.fused_logit.fused_loglik` (in float32 unless
-    ``float64``), the floored items' in float64 by :func:`asymptotic_loglik_and_grad`.
+    :func:`~benchmirt_bayes.response_types.fused_logit.fused_loglik`, the floored items' by
+    :func:`asymptotic_loglik_and_grad`, each cell in float32 unless ``float64``.
     """
     kind = np.asarray(kind)
     plain = np.flatnonzero(kind == TWO_PL)
@@ -275,7 +368,7 @@ def fused_asymptotic_loglik(
     if floored.size:
         total = (
             total
-            + fused_asymptotic_logit(
+            + (fused_asymptotic_logit64 if float64 else fused_asymptotic_logit)(
                 responses[:, floored],
                 kind[floored],
                 ability,

@@ -141,11 +141,15 @@ def accumulate_row(
     for d in range(theta.size):
         row = loading_rows[d][start : start + residual.size]
         grad_row = grad_loading_rows[d][start : start + residual.size]
+        t = theta[d]
+        for k in range(residual.size):
+            grad_row[k] += residual[k] * t
+        # the sum in a loop that stores nothing. A loop that stores and sums gets a vectorised
+        # and a scalar path, chosen at run time by the arrays' addresses (LLVM's alias checks),
+        # and the two sum in another order, so the bits would depend on where the arrays land
         acc = grad_theta[d]  # of the arrays' type: a float32 pass sums in float32
         for k in range(residual.size):
-            r = residual[k]
-            grad_row[k] += r * theta[d]
-            acc += r * row[k]
+            acc += residual[k] * row[k]
         grad_theta[d] = acc
 
 
@@ -177,6 +181,8 @@ def _bernoulli_logit_pass(
             row_logits(eta_block, intercept_block, loading_rows, ability[i], start)
             answers = responses[i][start:stop]
             row_total = zero
+            # sums beside its stores, unlike ``accumulate_row``: no address has been seen to change
+            # its bits (tests/test_fused_likelihood.py), and moving the sum would change them
             for k in range(eta_block.size):
                 y = answers[k]
                 x = eta_block[k]
