@@ -56,6 +56,7 @@ ALLOWED: dict[str, set[str]] = {
     "analyses": {
         "errors",
         "checks",
+        "integrity",
         "rotations",
         "summaries",
         "dims",

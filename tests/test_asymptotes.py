@@ -495,11 +495,16 @@ def test_auto_asymptotes_are_refused_where_nothing_chooses_them():
         choose_asymptotes(responses, 2, spec=AUTO_SPEC, candidates=("4pl",), progressbar=False)
 
 
+@pytest.fixture(scope="module")
+def asymptote_comparison(asymptote_choice):
+    return compare_asymptote_models(asymptote_choice.candidate_fits)
+
+
 def test_comparing_asymptote_models_recommends_one_per_benchmark_and_says_by_how_much(
-    asymptote_fit, asymptote_choice
+    asymptote_fit, asymptote_choice, asymptote_comparison
 ):
     sim, fit = asymptote_fit
-    table = compare_asymptote_models(asymptote_choice.candidate_fits)
+    table = asymptote_comparison
     benchmarks = set(np.asarray(sim.responses.benchmarks))
     assert set(table["benchmark"]) == benchmarks and len(table) == 2 * len(benchmarks)
     assert (table["elpd_diff"] >= 0).all() and (table.groupby("benchmark")["elpd_diff"].min() == 0).all()
@@ -508,7 +513,15 @@ def test_comparing_asymptote_models_recommends_one_per_benchmark_and_says_by_how
     assert (same["recommended"] == "2pl").mean() > 0.8
     # the recommendation follows the stated rule on every benchmark: without the fits' Monte
     # Carlo error, the cells' paired SE alone; with it (the default), both
-    cells_only = compare_asymptote_models(asymptote_choice.candidate_fits, monte_carlo_error=False)
+    cells_only = compare_asymptote_models(
+        asymptote_choice.candidate_fits, monte_carlo_error=False, benchmarks=["GPQA", "MMLU-Pro"]
+    )
+    assert sorted(set(cells_only["benchmark"])) == ["GPQA", "MMLU-Pro"]
+    # a benchmark's rows do not depend on which other benchmarks are compared beside it
+    alone = compare_asymptote_models(asymptote_choice.candidate_fits, benchmarks=["MMLU-Pro"])
+    pd.testing.assert_frame_equal(
+        alone, table[table["benchmark"] == "MMLU-Pro"].reset_index(drop=True), check_like=True
+    )
     for _, part in cells_only.groupby("benchmark"):
         first = part.iloc[0]
         chosen = "2pl" if first["elpd_diff"] <= 2 * first["se_diff"] else "4pl"
@@ -525,10 +538,10 @@ def test_comparing_asymptote_models_recommends_one_per_benchmark_and_says_by_how
 
 
 def test_a_fit_whose_chains_disagree_on_a_benchmark_carries_its_monte_carlo_error_into_the_choice(
-    asymptote_choice,
+    asymptote_choice, asymptote_comparison
 ):
     fits = asymptote_choice.candidate_fits
-    table = compare_asymptote_models(fits)
+    table = asymptote_comparison
     # the candidates' chains mixed on every benchmark of this set (at 2 × (200 + 200) draws an
     # R-hat up to about 1.07 is the chains' noise)
     assert (table["rhat"] < 1.1).all() and (table["mcse"] < table["se_diff"].max()).all()
@@ -548,7 +561,8 @@ def test_a_fit_whose_chains_disagree_on_a_benchmark_carries_its_monte_carlo_erro
         flat = values.values.reshape(chains * draws, *values.shape[2:])
         post[name] = values.copy(data=flat[order].reshape(values.shape))
     broken["posterior"] = post
-    mixed = compare_asymptote_models({"2pl": fits["2pl"], "4pl": broken}).set_index(["benchmark", "model"])
+    mixed = compare_asymptote_models({"2pl": fits["2pl"], "4pl": broken}, benchmarks=[bench])
+    mixed = mixed.set_index(["benchmark", "model"])
     assert mixed.loc[(bench, "4pl"), "elpd"] == pytest.approx(rows.loc[(bench, "4pl"), "elpd"], abs=0.1)
     assert mixed.loc[(bench, "4pl"), "rhat"] > 1.1
     assert mixed.loc[(bench, "4pl"), "mcse"] > 3 * rows.loc[(bench, "4pl"), "mcse"]

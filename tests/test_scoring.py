@@ -130,3 +130,28 @@ def test_laplace_sir_is_stable_for_an_llm_that_gets_almost_everything_right():
     samples = laplace_sir(a[None, :, None], b[None], y[None], 0.0, 1.0, samples_per_draw=20000, seed=2)
     assert np.isfinite(samples).all()
     assert samples[0, :, 0].mean() == pytest.approx(grid_posterior(a, b, y, 8)[0], abs=0.03)
+
+
+def test_the_deviation_is_measured_once_per_fit_and_seed_and_again_for_a_changed_fit(monkeypatch, nuts_fit):
+    import benchmirt_bayes.analyses.ability_posterior as module
+
+    measured = []
+    real = module.benchmark_deviation_variance
+
+    def counting(draws, *, seed=0):
+        measured.append(seed)
+        return real(draws, seed=seed)
+
+    monkeypatch.setattr(module, "benchmark_deviation_variance", counting)
+    monkeypatch.setattr(module, "_deviation_cache", type(module._deviation_cache)())
+    first = module.fitted_deviation_variance(nuts_fit, seed=0)
+    again = module.fitted_deviation_variance(nuts_fit, seed=0)
+    assert again == first and measured == [0]
+    again["not a benchmark"] = 1.0  # the caller's dict is its own
+    assert module.fitted_deviation_variance(nuts_fit, seed=0) == first and measured == [0]
+    module.fitted_deviation_variance(nuts_fit, seed=1)
+    assert measured == [0, 1]
+    changed = nuts_fit.copy(deep=True)
+    changed["posterior"]["intercept"] = changed["posterior"]["intercept"] + 0.5
+    shifted = module.fitted_deviation_variance(changed, seed=0)
+    assert measured == [0, 1, 0] and shifted != first

@@ -16,6 +16,7 @@ dimensions they are larger than the response noise), which the predictive then c
 from __future__ import annotations
 
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,6 +26,7 @@ import xarray as xr
 
 from benchmirt_bayes.analyses.laplace_sir import laplace_sir
 from benchmirt_bayes.draws import PosteriorDraws
+from benchmirt_bayes.integrity import tree_checksum
 from benchmirt_bayes.response_types.base import linear_predictor
 from benchmirt_bayes.response_types.binary import BINARY
 from benchmirt_bayes.summaries import CI_PROB, summarise_normal_mixture
@@ -43,6 +45,9 @@ in :func:`benchmark_deviation_variance` (seeded samples): the predictive varianc
 includes the ability uncertainty these items leave, so fewer cost noise, not bias."""
 DEVIATION_DRAWS = 20
 """Posterior draws :func:`fitted_deviation_variance` measures the deviations with."""
+DEVIATION_CACHE_SIZE = 8
+"""Fits (and seeds) whose deviations :func:`fitted_deviation_variance` keeps for the next call."""
+_deviation_cache: OrderedDict[tuple[str, int], dict[str, float]] = OrderedDict()
 
 
 @dataclass(frozen=True)
@@ -423,8 +428,16 @@ def benchmark_deviation_variance(draws: PosteriorDraws, *, seed: int = 0) -> pd.
 def fitted_deviation_variance(posterior: xr.DataTree, *, seed: int = 0) -> dict[str, float]:
     """:func:`benchmark_deviation_variance` of a fit on :data:`DEVIATION_DRAWS` draws, as a dict.
 
-    Empty, with a warning, for a bare posterior (no ``observed_data``).
+    Empty, with a warning, for a bare posterior (no ``observed_data``). Measured once per
+    fit and seed: a later call on a fit with the same contents (the same
+    :func:`~benchmirt_bayes.integrity.tree_checksum`) reuses the last
+    :data:`DEVIATION_CACHE_SIZE` results, so scoring LLMs one call at a time (``score_llm``
+    in a loop, repeated ``estimate_scores``) pays for it once.
     """
+    key = (tree_checksum(posterior), seed)
+    if key in _deviation_cache:
+        _deviation_cache.move_to_end(key)
+        return dict(_deviation_cache[key])
     draws = PosteriorDraws.from_posterior(posterior, DEVIATION_DRAWS, seed=seed)
     if draws.responses is None:
         warnings.warn(
@@ -434,4 +447,8 @@ def fitted_deviation_variance(posterior: xr.DataTree, *, seed: int = 0) -> dict[
             stacklevel=3,
         )
         return {}
-    return benchmark_deviation_variance(draws, seed=seed).to_dict()
+    result = benchmark_deviation_variance(draws, seed=seed).to_dict()
+    _deviation_cache[key] = result
+    if len(_deviation_cache) > DEVIATION_CACHE_SIZE:
+        _deviation_cache.popitem(last=False)
+    return dict(result)

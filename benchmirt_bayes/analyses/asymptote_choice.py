@@ -51,7 +51,8 @@ def compare_asymptote_models(
         Count the fits' Monte Carlo error in the recommendation (``False``: the cells'
         standard error alone, as with fits of many more draws).
     benchmarks
-        Compare these benchmarks only (default: every benchmark of the data).
+        Compare these benchmarks only (default: every benchmark of the data); only their
+        cells are scored, and each benchmark's rows are the same whatever else is compared.
 
     Returns
     -------
@@ -75,12 +76,19 @@ def compare_asymptote_models(
     if tolerance_se < 0:
         raise ValueError(f"tolerance_se must be non-negative, got {tolerance_se!r}")
     labels = list(fits)
+    responses = responses_from_tree(fits[labels[0]])
+    items, item_benchmarks = responses.items.astype(str), responses.benchmarks.astype(str)
+    compared = pd.unique(item_benchmarks) if benchmarks is None else list(benchmarks)
+    unknown = sorted(set(compared) - set(item_benchmarks))
+    if unknown:
+        raise ValueError(f"benchmarks {unknown} are not among the fits' benchmarks")
+    compared_items = items[np.isin(item_benchmarks, compared)]
     pointwise, log_lik_draws, halves, cells = {}, {}, {}, None
     for label, fit in fits.items():
         method = fit.attrs.get("benchmirt_method", "nuts")
         if method != "nuts":
             raise ValueError(f"fit {label!r} is a {method!r} fit: PSIS-LOO needs NUTS draws")
-        log_lik, result = pointwise_loo(fit)
+        log_lik, result = pointwise_loo(fit, items=compared_items)
         key = (log_lik["llm"].values, log_lik["item"].values)
         if cells is not None and not (np.array_equal(cells[0], key[0]) and np.array_equal(cells[1], key[1])):
             raise ValueError(f"fit {label!r} was made on other responses than fit {labels[0]!r}")
@@ -88,15 +96,9 @@ def compare_asymptote_models(
         pointwise[label] = (np.asarray(result.elpd_i).ravel(), np.asarray(result.pareto_k).ravel())
         log_lik_draws[label] = log_lik[LOG_LIKELIHOOD_VARIABLE].transpose("chain", "draw", "cell").values
         halves[label] = _half_chain_elpd(log_lik_draws[label])
-    responses = responses_from_tree(fits[labels[0]])
-    items, item_benchmarks = responses.items.astype(str), responses.benchmarks.astype(str)
     bench_of_item = dict(zip(items, item_benchmarks, strict=True))
     posteriors = {label: fit["posterior"].to_dataset() for label, fit in fits.items()}
     benchmark = np.array([bench_of_item[str(i)] for i in cells[1]])
-    compared = pd.unique(benchmark) if benchmarks is None else list(benchmarks)
-    unknown = sorted(set(compared) - set(benchmark))
-    if unknown:
-        raise ValueError(f"benchmarks {unknown} are not among the fits' benchmarks")
     rows = []
     for bench in compared:
         mask = benchmark == bench

@@ -430,11 +430,17 @@ def pool_calibration(cal: pd.DataFrame) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------ PSIS-LOO
-def pointwise_loo(posterior: xr.DataTree) -> tuple[xr.Dataset, Any]:
-    """The pointwise log-likelihood of a fit's cells and ArviZ's pointwise PSIS-LOO of it."""
+def pointwise_loo(posterior: xr.DataTree, items: np.ndarray | None = None) -> tuple[xr.Dataset, Any]:
+    """The pointwise log-likelihood of a fit's cells and ArviZ's pointwise PSIS-LOO of it.
+
+    ``items`` keeps the cells of those items only. Each cell's PSIS-LOO is its own (the
+    relative efficiency comes from the posterior), so a subset's values equal the full set's.
+    """
     import arviz as az
 
     log_lik = pointwise_log_likelihood(posterior)
+    if items is not None:
+        log_lik = log_lik.isel(cell=np.isin(log_lik["item"].values, items))
     tree = xr.DataTree.from_dict(
         {"posterior": posterior["posterior"].to_dataset()[["intercept"]], "log_likelihood": log_lik}
     )
