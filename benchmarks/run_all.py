@@ -171,6 +171,14 @@ BENCHMARKS = (
         table_file="results.md",
     ),
     Benchmark(
+        "selection_optimism",
+        "Stepwise items chosen on the link's own LLMs, or on others",
+        "selection_optimism.py",
+        ("--llms", "100", "--pool", "100", "--items", "10", "--run-folds", "1", "--out", "{out}"),
+        ("--out", "{out}"),
+        table_file="results.md",
+    ),
+    Benchmark(
         "sbc",
         "Simulation-based calibration of NUTS and ADVI at small sizes",
         "sbc.py",

@@ -93,6 +93,23 @@ def test_asymptote_scripts_quick_runs_write_their_tables(name, tmp_path):
         assert {"MMLU-Pro", "GPQA", "WMDP", "BBQ", "MuSR"} <= cells
 
 
+@pytest.mark.slow
+def test_selection_optimism_quick_run_compares_the_three_routes(tmp_path):
+    shared_path("open_llm_leaderboard_v1")
+    benchmark = {b.name: b for b in _run_all_module().BENCHMARKS}["selection_optimism"]
+    args = [a.format(out=tmp_path) for a in benchmark.quick]
+    command = [sys.executable, str(ROOT / "benchmarks" / benchmark.script), *args]
+    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = pd.read_csv(tmp_path / "rows.csv")
+    routes = {"stepwise on the training LLMs", "stepwise on other LLMs", "random"}
+    assert set(rows["route"]) == routes and len(rows) == 3 * 20  # one fold of 100 LLMs held out
+    assert rows.groupby("route")["llm"].apply(frozenset).nunique() == 1  # the same held-out LLMs
+    assert ((rows["lower"] <= rows["estimate"]) & (rows["estimate"] <= rows["upper"])).all()
+    text = (tmp_path / benchmark.table_file).read_text()
+    assert text.startswith("# ") and "commit " in text and "stepwise on other LLMs" in text
+
+
 def test_minibatch_scale_smoke_run_reports_recovery(tmp_path):
     command = [
         sys.executable,
