@@ -110,11 +110,6 @@ def test_selection_optimism_quick_run_compares_the_three_routes(tmp_path):
         "stepwise chosen by the link",
     }
     assert set(rows["route"]) == routes and len(rows) == 4 * 20  # one fold of 100 LLMs held out
-    # the link chooses the same items as stepwise on the training LLMs and gives the same estimates
-    by_route = rows.set_index(["route", "llm"])["estimate"]
-    np.testing.assert_allclose(
-        by_route["stepwise chosen by the link"], by_route["stepwise on the training LLMs"]
-    )
     assert rows.groupby("route")["llm"].apply(frozenset).nunique() == 1  # the same held-out LLMs
     assert ((rows["lower"] <= rows["estimate"]) & (rows["estimate"] <= rows["upper"])).all()
     text = (tmp_path / benchmark.table_file).read_text()
