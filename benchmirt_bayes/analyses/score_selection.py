@@ -12,12 +12,13 @@ full score depends on.
 
 Stepwise regression learns from the full scores, so it overfits them when few are known:
 with tens of training LLMs it picks items that happen to track *their* scores, loses to
-items that ignore the scores, and the link's out-of-fold errors (hence its intervals) do
-not see that the items were chosen on the same LLMs. Below :data:`STEPWISE_MIN_LLMS` LLMs
-with known scores the default therefore draws a seeded uniform random sample of each
-benchmark's items: it reads neither the scores nor the fit, so the link's out-of-fold errors
-are honest, and the ``package`` estimate there is the simple estimate itself (the IRT
-expectation blended with the observed mean, see
+items that ignore the scores, and the link's out-of-fold errors (hence its intervals) do not
+see that the items were chosen on the same LLMs, unless the link chooses them itself
+(``fit_score_link(per_benchmark=...)`` chooses them again in each fold of its
+cross-fitting). Below :data:`STEPWISE_MIN_LLMS` LLMs with known scores the default therefore
+draws a seeded uniform random sample of each benchmark's items: it reads neither the scores
+nor the fit, so the link's out-of-fold errors are honest, and the ``package`` estimate there
+is the simple estimate itself (the IRT expectation blended with the observed mean, see
 :mod:`~benchmirt_bayes.analyses.score_link`). ``"stratified"`` (one seeded item from each
 equal-count bin of the fit's multidimensional difficulty) is kept as an option; on the Open
 LLM Leaderboard at 20–140 LLMs it did not beat random items.
