@@ -13,12 +13,16 @@ estimate):
 - ``stepwise on the training LLMs``: what the package does with stepwise items;
 - ``stepwise on other LLMs``: the same rule run on the pool, whose answers the link never
   sees (items chosen as well, but not on the link's LLMs);
-- ``random``: a seeded random sample of the benchmark's items.
+- ``random``: a seeded random sample of the benchmark's items;
+- ``stepwise chosen by the link``: ``fit_score_link(per_benchmark=k, method="stepwise")``,
+  which chooses the same items as the first route and chooses them again inside each fold
+  of its cross-fitting, so its interval counts the choice.
 
 Printed per number of items and route: the coverage of the 90 % intervals, their mean
 width, the MAE (points) and the link's ``package`` form in each fold. What to look for: if
 the selection is the cause, the first route's intervals are narrower and cover less than
-the second's at about the same MAE. Asserts nothing.
+the second's at about the same MAE, and the fourth's (same items and estimates as the first)
+are as wide as they need to be. ``--routes`` runs some of the routes. Asserts nothing.
 
     python benchmarks/selection_optimism.py --out OUT     # GSM8K, 1,000 + 1,000 LLMs, ~20 min
     python benchmarks/selection_optimism.py --llms 100 --pool 100 --items 10 --run-folds 1 --out OUT
@@ -38,11 +42,11 @@ from small_population_scores import load_set
 
 from benchmirt_bayes import estimate_scores, fit_posterior, fit_score_link, select_for_scores
 
-ROUTES = ("stepwise on the training LLMs", "stepwise on other LLMs", "random")
+ROUTES = ("stepwise on the training LLMs", "stepwise on other LLMs", "random", "stepwise chosen by the link")
 
 
 def fold_rows(
-    responses, scores, sample, pool, fold: int, folds: int, budgets, benchmark: str, log
+    responses, scores, sample, pool, fold: int, folds: int, budgets, benchmark: str, routes, log
 ) -> list[dict]:
     """One held-out fold: a fit of the training LLMs, then every route at every budget."""
     fold_of = np.arange(len(sample)) % folds
@@ -53,16 +57,13 @@ def fold_rows(
     pool_responses = responses.subset(llms=list(pool))
     rows = []
     for k in budgets:
-        picks = {
-            ROUTES[0]: select_for_scores(fit, scores.loc[train], per_benchmark=k, method="stepwise"),
-            ROUTES[1]: select_for_scores(
-                fit, scores.loc[list(pool)], per_benchmark=k, method="stepwise", responses=pool_responses
-            ),
-            ROUTES[2]: select_for_scores(fit, scores.loc[train], per_benchmark=k, method="random", seed=fold),
-        }
-        for route, items in picks.items():
-            items = list(items)
-            link = fit_score_link(fit, scores.loc[train], items=items, seed=0)
+        for route in routes:
+            if route == ROUTES[3]:
+                link = fit_score_link(fit, scores.loc[train], per_benchmark=k, method="stepwise", seed=0)
+                items = link.items
+            else:
+                items = chosen_items(fit, scores, train, pool_responses, route, k, seed=fold)
+                link = fit_score_link(fit, scores.loc[train], items=items, seed=0)
             answers = responses.subset(llms=test).data.sel(item=items).to_pandas()
             table = estimate_scores(fit, answers, link=link, estimator="package")
             form = link.benchmarks[benchmark].package_form
@@ -82,6 +83,19 @@ def fold_rows(
                 )
     log(f"fold {fold}: done {time.perf_counter() - start:.0f} s")
     return rows
+
+
+def chosen_items(fit, scores, train, pool_responses, route: str, k: int, seed: int) -> list[str]:
+    """The items of one of the first three routes."""
+    if route == ROUTES[1]:
+        pool = list(pool_responses.llms.astype(str))
+        return list(
+            select_for_scores(
+                fit, scores.loc[pool], per_benchmark=k, method="stepwise", responses=pool_responses
+            )
+        )
+    method = "stepwise" if route == ROUTES[0] else "random"
+    return list(select_for_scores(fit, scores.loc[train], per_benchmark=k, method=method, seed=seed))
 
 
 def summarise(frame: pd.DataFrame) -> pd.DataFrame:
@@ -133,6 +147,7 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--run-folds", type=int, default=None, help="run only the first few folds")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--routes", nargs="+", choices=ROUTES, default=list(ROUTES))
     parser.add_argument("--out", default="benchmark_results/selection_optimism")
     args = parser.parse_args()
     warnings.simplefilter("ignore", UserWarning)  # fewer items than asked is recorded in the rows
@@ -146,7 +161,9 @@ def main() -> None:
     sample, pool = order[: args.llms], order[args.llms : args.llms + args.pool]
     rows = []
     for fold in range(args.run_folds or args.folds):
-        rows += fold_rows(responses, scores, sample, pool, fold, args.folds, args.items, args.set, log)
+        rows += fold_rows(
+            responses, scores, sample, pool, fold, args.folds, args.items, args.set, args.routes, log
+        )
     frame = pd.DataFrame(rows)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -487,7 +487,26 @@ def build_parser() -> argparse.ArgumentParser:
     link = sub.add_parser("link", help="learn the link from a kept item subset to full-benchmark scores")
     link.add_argument("fit", help="a fit written by 'benchmirt fit'")
     link.add_argument("--full-scores", required=True, help="CSV: an llm column and one column per benchmark")
-    link.add_argument("--items", default=None, help="the kept subset: .json or .txt from 'benchmirt select'")
+    chosen = link.add_mutually_exclusive_group()
+    chosen.add_argument(
+        "--items", default=None, help="the kept subset: .json or .txt from 'benchmirt select'"
+    )
+    chosen.add_argument(
+        "--per-benchmark",
+        type=_positive_int,
+        default=None,
+        help="let the link choose this many items per benchmark (chosen again in each fold of its "
+        "cross-fitting where the rule is stepwise, so the interval counts the choice)",
+    )
+    link.add_argument(
+        "--method",
+        choices=["auto", "stepwise", "random", "stratified"],
+        default="auto",
+        help="with --per-benchmark: how the items are chosen (auto: stepwise with 1,000 known scores)",
+    )
+    link.add_argument(
+        "--subset-out", default=None, help="with --per-benchmark: write the chosen items (.json, .txt)"
+    )
     link.add_argument("--llm-col", default="llm")
     link.add_argument("--draws", type=_positive_int, default=20, help="posterior draws of the items used")
     link.add_argument("--seed", type=_non_negative_int, default=0)
@@ -904,7 +923,24 @@ def _link(args: argparse.Namespace) -> int:
     fit = load_posterior(args.fit)
     scores = _read_full_scores(args.full_scores, args.llm_col)
     items = _read_subset(args.items) if args.items else None
-    link = fit_score_link(fit, scores, items=items, n_draws=args.draws, seed=args.seed)
+    if args.subset_out is not None and args.per_benchmark is None:
+        raise UsageError("--subset-out writes the items the link chooses: give --per-benchmark")
+    link = fit_score_link(
+        fit,
+        scores,
+        items=items,
+        per_benchmark=args.per_benchmark,
+        method=args.method,
+        n_draws=args.draws,
+        seed=args.seed,
+    )
+    if args.subset_out is not None:
+        from benchmirt_bayes.analyses.selection import write_subset
+
+        if not str(args.subset_out).lower().endswith((".json", ".txt")):
+            raise UsageError(f"--subset-out {args.subset_out}: use a file ending in .json or .txt")
+        write_file_atomically(args.subset_out, lambda partial: write_subset(fit, link.items, partial))
+        print(f"wrote {args.subset_out} ({len(link.items)} items)")
     for name, bench in link.benchmarks.items():
         rmse = bench.training["out_of_fold_rmse_package"]
         n_llms = int(bench.training["n_llms"])

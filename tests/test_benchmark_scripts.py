@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -102,8 +103,13 @@ def test_selection_optimism_quick_run_compares_the_three_routes(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = pd.read_csv(tmp_path / "rows.csv")
-    routes = {"stepwise on the training LLMs", "stepwise on other LLMs", "random"}
-    assert set(rows["route"]) == routes and len(rows) == 3 * 20  # one fold of 100 LLMs held out
+    routes = {
+        "stepwise on the training LLMs",
+        "stepwise on other LLMs",
+        "random",
+        "stepwise chosen by the link",
+    }
+    assert set(rows["route"]) == routes and len(rows) == 4 * 20  # one fold of 100 LLMs held out
     assert rows.groupby("route")["llm"].apply(frozenset).nunique() == 1  # the same held-out LLMs
     assert ((rows["lower"] <= rows["estimate"]) & (rows["estimate"] <= rows["upper"])).all()
     text = (tmp_path / benchmark.table_file).read_text()
@@ -196,7 +202,6 @@ def test_small_population_tables_pair_each_route_with_the_blend(monkeypatch):
 def test_posterior_agreement_tells_a_shifted_posterior_from_a_resampled_one():
     import importlib.util
 
-    import numpy as np
     import xarray as xr
 
     script = ROOT / "benchmarks" / "bench_tables.py"

@@ -174,6 +174,24 @@ def test_link_and_score_commands(setting, tmp_path):
     # a benchmark without a link says so: its estimate is the IRT expectation of its fitted items
     by_link = full_rows["estimator"] != "irt_fitted_items"
     assert set(full_rows.loc[by_link, "name"]) == set(with_scores) and by_link.sum() == 3 * len(with_scores)
+    # the link can choose its items (stepwise: again in each fold) and write them for a harness
+    chosen = tmp_path / "chosen.txt"
+    args = ["link", str(path), "--full-scores", str(tmp_path / "full.csv"), "--per-benchmark", "4"]
+    args += [
+        "--method",
+        "stepwise",
+        "--draws",
+        "5",
+        "--subset-out",
+        str(chosen),
+        "--out",
+        str(tmp_path / "l2.nc"),
+    ]
+    assert main(args) == 0
+    expected = select_for_scores(fit, full.loc[train, with_scores], per_benchmark=4, method="stepwise")
+    assert chosen.read_text().split() == list(expected)
+    refused = ["link", str(path), "--full-scores", str(tmp_path / "full.csv"), "--subset-out", str(chosen)]
+    assert main([*refused, "--out", str(tmp_path / "l3.nc")]) == 2
     ranking = tmp_path / "ranking.csv"
     assert main(["rank", str(path), "--within", "benchmark", "--out", str(ranking)]) == 0
     assert len(pd.read_csv(ranking)) == reduced.n_items
@@ -676,3 +694,41 @@ def test_a_link_from_few_llms_has_one_spread_and_intervals_that_cover(setting):
             assert "out_of_fold_rmse_regression" in bench.training and bench.package_form == "blend"
     covered = (table["lower"] <= table["truth"]) & (table["truth"] <= table["upper"])
     assert covered.groupby(table["estimator"]).mean().min() >= 0.8
+
+
+def test_a_link_that_chooses_its_stepwise_items_chooses_them_again_without_each_folds_llms(
+    setting, monkeypatch
+):
+    import benchmirt_bayes.analyses.score_link as score_link
+
+    _, reduced, full, train, _, fit = setting
+    scores = full.loc[train, list(reduced.benchmark_names[:3])]
+    kept = list(select_for_scores(fit, scores, per_benchmark=6, method="stepwise"))
+    fixed = fit_score_link(fit, scores, items=kept, n_draws=5)
+    calls = []
+    real = score_link.stepwise_choice
+
+    def recording(answers, target, k):
+        calls.append((answers.shape[0], k))
+        return real(answers, target, k)
+
+    monkeypatch.setattr(score_link, "stepwise_choice", recording)
+    chosen = fit_score_link(fit, scores, per_benchmark=6, method="stepwise", n_draws=5)
+    assert chosen.items == kept  # the same items as select_for_scores, chosen on every training LLM
+    # each benchmark's items are chosen again in each of the 5 folds, on the other folds' LLMs
+    assert calls == [(len(train) - len(train) // 5, 6)] * 15
+    for name, link in chosen.benchmarks.items():
+        assert link.items == fixed.benchmarks[name].items
+        # the out-of-fold errors now count the choice: larger than with the items held fixed
+        assert (
+            link.training["out_of_fold_rmse_naive"]
+            > fixed.benchmarks[name].training["out_of_fold_rmse_naive"]
+        )
+    # random items read no scores: nothing is chosen again and the link is the fixed-items one
+    calls.clear()
+    drawn = fit_score_link(fit, scores, per_benchmark=6, method="random", n_draws=5)
+    random_items = list(select_for_scores(fit, scores, per_benchmark=6, method="random"))
+    assert calls == [] and drawn.items == random_items
+    assert drawn.to_json() == fit_score_link(fit, scores, items=random_items, n_draws=5).to_json()
+    with pytest.raises(ValueError, match="not both"):
+        fit_score_link(fit, scores, items=kept, per_benchmark=6)

@@ -58,6 +58,8 @@ def fit_score_link(
     full_scores: pd.DataFrame | Mapping[str, pd.Series],
     *,
     items: Sequence[str] | None = None,
+    per_benchmark: int | None = None,
+    method: str = "auto",
     responses=None,
     ci_prob: float = CI_PROB,
     folds: int = 5,
@@ -76,7 +78,16 @@ def fit_score_link(
         with one column per benchmark of the fit, or a mapping benchmark → Series. LLMs that
         are not training LLMs are ignored; benchmarks without scores get no link.
     items
-        The kept items the new LLMs will answer (default: every fitted item).
+        The kept items the new LLMs will answer (default: every fitted item). Items chosen
+        on these LLMs' full scores (``select_for_scores(method="stepwise")``) make the
+        interval too narrow, because the link's out-of-fold errors do not see the choice:
+        give ``per_benchmark`` instead.
+    per_benchmark, method
+        Let the link choose ``per_benchmark`` items in each benchmark, by
+        :func:`~benchmirt_bayes.select_for_scores`' ``method`` (same seed), instead of
+        ``items``. Where the rule is stepwise, the choice is made again in each fold of the
+        cross-fitting without that fold's LLMs, so the interval counts it. The chosen items
+        are :attr:`~benchmirt_bayes.ScoreLink.items`.
     responses
         The training LLMs' responses (default: the fit's own data).
     ci_prob
@@ -116,6 +127,8 @@ def fit_score_link(
         posterior,
         full_scores,
         items=items,
+        per_benchmark=per_benchmark,
+        method=method,
         responses=responses,
         ci_prob=ci_prob,
         folds=folds,

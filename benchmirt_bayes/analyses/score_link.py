@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -43,7 +43,13 @@ from benchmirt_bayes.analyses.score_regression import (
     natural_spline_basis,
     ridge,
 )
-from benchmirt_bayes.analyses.score_selection import known_scores, score_frame
+from benchmirt_bayes.analyses.score_selection import (
+    known_scores,
+    score_frame,
+    select_for_scores,
+    selection_rule,
+    stepwise_choice,
+)
 from benchmirt_bayes.draws import PosteriorDraws
 from benchmirt_bayes.errors import limit_listing
 from benchmirt_bayes.posterior import responses_from_tree
@@ -319,6 +325,7 @@ class BenchmarkLink:
         neighbours: Neighbours,
         among: np.ndarray,
         rows: np.ndarray | None = None,
+        fold_features: Callable[[np.ndarray], list[LinkFeatures]] | None = None,
     ) -> BenchmarkLink:
         """Fit one benchmark's link on its training LLMs.
 
@@ -340,12 +347,18 @@ class BenchmarkLink:
             (:func:`~benchmirt_bayes.analyses.score_neighbours.between_neighbours`).
         rows
             The training LLMs' rows of the stored reference answers (default: in order).
+        fold_features
+            For items chosen on the training LLMs' scores: given each LLM's fold, the
+            features every fold's regressions see, from items chosen again without that
+            fold's LLMs, so the out-of-fold errors (hence the interval) count the choice.
+            Default: ``features`` in every fold.
 
         """
         design = LinkDesign.from_features(features)
         folds = min(folds, len(target))
         fold_of = rng.permutation(len(target)) % folds
-        fitted = _CrossFit(design, features, target, fold_of, folds)
+        per_fold = fold_features(fold_of) if fold_features is not None else None
+        fitted = _CrossFit(design, features, target, fold_of, folds, per_fold)
         form, answer_ridge = fitted.best_package()
         out_of_fold = {"naive": fitted.predicted["naive", 0.0], "irt": fitted.predicted["irt", 0.0]}
         raw_estimate = fitted.predicted[form, answer_ridge]
@@ -437,30 +450,33 @@ class _CrossFit:
 
     The candidates are ``naive``, ``irt`` and the two ``package`` forms at each ridge of the
     kept answers. The ``package`` regressions leave out gross outliers of their smooth terms;
-    the baselines stay plain least squares.
+    the baselines stay plain least squares. With ``fold_features`` each fold's regressions
+    are fitted and predict on that fold's own features (items chosen without its LLMs).
     """
 
     def __init__(
-        self, design: LinkDesign, features: LinkFeatures, target: np.ndarray, fold_of: np.ndarray, folds: int
+        self,
+        design: LinkDesign,
+        features: LinkFeatures,
+        target: np.ndarray,
+        fold_of: np.ndarray,
+        folds: int,
+        fold_features: Sequence[LinkFeatures] | None = None,
     ):
         self.ridges = {"additive": ITEM_RIDGES, "index": INDEX_RIDGES}
         self.target = target
-        # every row's design depends on that row alone (the knots are fixed), so each kind's
-        # is built once and the folds take rows of it; the ridge candidates differ in the
-        # penalty of the answers, the package design's last columns
-        self.designs = {kind: design.matrix(features, kind) for kind in ("naive", "irt", "package")}
-        n_answers = features.answers.shape[1]
-        self.n_answers = n_answers
-        x, penalty = self.designs["package"]
-        smooth = x.shape[1] - n_answers
-        self.inlier = ~gross_outliers((x[:, :smooth], penalty[:smooth]), target)
+        designs, self.inlier = self._designs(design, features), self._inlier(design, features)
         candidates = [("naive", 0.0), ("irt", 0.0), *[(f, r) for f in FORMS for r in self.ridges[f]]]
         self.predicted = {key: np.zeros(len(target)) for key in candidates}
         for fold in range(folds):
             test = fold_of == fold
+            fold_designs, fold_inlier = designs, self.inlier
+            if fold_features is not None:
+                own, own_design = fold_features[fold], LinkDesign.from_features(fold_features[fold])
+                fold_designs, fold_inlier = self._designs(own_design, own), self._inlier(own_design, own)
             for kind, answer_ridge in candidates:
-                x, penalty = self.design_of(kind, answer_ridge)
-                train = self.rows_of(kind, fold_of != fold)
+                x, penalty = self._design_of(fold_designs, kind, answer_ridge)
+                train = (fold_of != fold) & fold_inlier if kind in FORMS else fold_of != fold
                 if kind == "index":
                     curve = IndexCurve.fit((x[train], penalty), target[train])
                     self.predicted[kind, answer_ridge][test] = curve.predict(x[test])
@@ -474,12 +490,31 @@ class _CrossFit:
             for key, value in self.predicted.items()
         }
 
-    def design_of(self, kind: str, answer_ridge: float) -> Design:
+    @staticmethod
+    def _designs(design: LinkDesign, features: LinkFeatures) -> tuple[dict[str, Design], int]:
+        """Each kind's design, and how many of the ``package`` design's last columns are answers.
+
+        Every row's design depends on that row alone (the knots are fixed), so the folds take
+        rows of it.
+        """
+        designs = {kind: design.matrix(features, kind) for kind in ("naive", "irt", "package")}
+        return designs, features.answers.shape[1]
+
+    def _inlier(self, design: LinkDesign, features: LinkFeatures) -> np.ndarray:
+        """Rows that are no gross outliers of the ``package`` design's smooth terms."""
+        x, penalty = design.matrix(features, "package")
+        smooth = x.shape[1] - features.answers.shape[1]
+        return ~gross_outliers((x[:, :smooth], penalty[:smooth]), self.target)
+
+    @staticmethod
+    def _design_of(designs: tuple[dict[str, Design], int], kind: str, answer_ridge: float) -> Design:
+        """The ridge candidates differ in the penalty of the answers, the package design's last columns."""
+        by_kind, n_answers = designs
         if kind not in FORMS:
-            return self.designs[kind]
-        x, penalty = self.designs["package"]
+            return by_kind[kind]
+        x, penalty = by_kind["package"]
         penalty = penalty.copy()
-        penalty[x.shape[1] - self.n_answers :] = answer_ridge
+        penalty[x.shape[1] - n_answers :] = answer_ridge
         return x, penalty
 
     def rows_of(self, kind: str, rows: np.ndarray) -> np.ndarray:
@@ -543,6 +578,11 @@ class ScoreLink:
     n_draws: int = DEFAULT_DRAWS
     seed: int = 0
 
+    @property
+    def items(self) -> list[str]:
+        """The kept items new LLMs answer (every benchmark's link reads the same ones)."""
+        return list(dict.fromkeys(item for link in self.benchmarks.values() for item in link.items))
+
     @classmethod
     def fit(
         cls,
@@ -550,6 +590,8 @@ class ScoreLink:
         full_scores: pd.DataFrame | Mapping[str, pd.Series],
         *,
         items: Sequence[str] | None = None,
+        per_benchmark: int | None = None,
+        method: str = "auto",
         responses=None,
         ci_prob: float = CI_PROB,
         folds: int = 5,
@@ -559,9 +601,15 @@ class ScoreLink:
     ) -> ScoreLink:
         """Learn the links from the training LLMs (see :func:`~benchmirt_bayes.fit_score_link`)."""
         check_ci_prob(ci_prob)
+        if items is not None and per_benchmark is not None:
+            raise ValueError("give the kept items or per_benchmark (the link chooses them), not both")
         fitted = responses_from_tree(posterior)
         scores = score_frame(full_scores, fitted.benchmark_names)
         responses = responses if responses is not None else fitted
+        if per_benchmark is not None:
+            items = select_for_scores(
+                posterior, scores, per_benchmark=per_benchmark, responses=responses, method=method, seed=seed
+            )
         llms = responses.llms.astype(str)
         if not scores.index.isin(llms).any():
             raise ValueError(
@@ -597,6 +645,11 @@ class ScoreLink:
             abilities = ability_posterior(item_draws, outcomes[rows], seed=seed)
             columns = np.flatnonzero(bench_of_item == name)
             features = LinkFeatures.from_posterior(abilities, columns, outcomes[rows], scale, kept_columns)
+            chosen_again = None
+            if per_benchmark is not None and selection_rule(method, len(rows)) == "stepwise":
+                chosen_again = _StepwiseFolds(
+                    item_draws, responses, rows, target[rows], columns, kept_columns, seed
+                ).features
             key = rows.tobytes()
             if key not in neighbours_of:
                 found = nearest(reference[rows], reference[rows], NEIGHBOURS, exclude_self=True)
@@ -612,6 +665,7 @@ class ScoreLink:
                 neighbours=found,
                 among=among,
                 rows=rows,
+                fold_features=chosen_again,
             )
         _say_what_has_no_link(links, unlinked, without_items, score_max)
         uses_neighbours = any(link.neighbours is not None for link in links.values())
@@ -691,6 +745,43 @@ def _say_what_has_no_link(links: dict, unlinked: dict, without_items: list, scor
             UserWarning,
             stacklevel=3,
         )
+
+
+@dataclass(frozen=True)
+class _StepwiseFolds:
+    """One benchmark's stepwise items chosen again in each fold of the link's cross-fitting.
+
+    The kept items of this benchmark were chosen by forward stepwise on every training LLM;
+    each fold's regressions must not have seen its LLMs' scores, so for each fold the same
+    number of items is chosen on the other folds' LLMs alone (the other benchmarks' kept
+    items stay), and every training LLM is scored on that fold's items.
+    """
+
+    item_draws: PosteriorDraws
+    responses: object
+    rows: np.ndarray
+    target: np.ndarray
+    columns: np.ndarray
+    kept_columns: np.ndarray
+    seed: int
+
+    def features(self, fold_of: np.ndarray) -> list[LinkFeatures]:
+        """Each fold's features of every training LLM (``fold_of``: each LLM's fold)."""
+        draws = self.item_draws
+        items = np.asarray(draws.items).astype(str)
+        answers = outcome_matrix(draws, self.responses, items[self.columns])[np.ix_(self.rows, self.columns)]
+        own = np.isin(self.kept_columns, self.columns)
+        others, size = self.kept_columns[~own], int(own.sum())
+        scale = draws.layout.score_scale
+        per_fold = []
+        for fold in range(int(fold_of.max()) + 1):
+            train = fold_of != fold
+            picked = self.columns[stepwise_choice(answers[train], self.target[train], size)]
+            kept = np.concatenate([others, picked])
+            outcomes = outcome_matrix(draws, self.responses, items[kept])[self.rows]
+            abilities = ability_posterior(draws, outcomes, seed=self.seed)
+            per_fold.append(LinkFeatures.from_posterior(abilities, self.columns, outcomes, scale, kept))
+        return per_fold
 
 
 def outcome_matrix(item_draws: PosteriorDraws, responses, kept: Sequence[str]) -> np.ndarray:

@@ -12,12 +12,13 @@ full score depends on.
 
 Stepwise regression learns from the full scores, so it overfits them when few are known:
 with tens of training LLMs it picks items that happen to track *their* scores, loses to
-items that ignore the scores, and the link's out-of-fold errors (hence its intervals) do
-not see that the items were chosen on the same LLMs. Below :data:`STEPWISE_MIN_LLMS` LLMs
-with known scores the default therefore draws a seeded uniform random sample of each
-benchmark's items: it reads neither the scores nor the fit, so the link's out-of-fold errors
-are honest, and the ``package`` estimate there is the simple estimate itself (the IRT
-expectation blended with the observed mean, see
+items that ignore the scores, and the link's out-of-fold errors (hence its intervals) do not
+see that the items were chosen on the same LLMs, unless the link chooses them itself
+(``fit_score_link(per_benchmark=...)`` chooses them again in each fold of its
+cross-fitting). Below :data:`STEPWISE_MIN_LLMS` LLMs with known scores the default therefore
+draws a seeded uniform random sample of each benchmark's items: it reads neither the scores
+nor the fit, so the link's out-of-fold errors are honest, and the ``package`` estimate there
+is the simple estimate itself (the IRT expectation blended with the observed mean, see
 :mod:`~benchmirt_bayes.analyses.score_link`). ``"stratified"`` (one seeded item from each
 equal-count bin of the fit's multidimensional difficulty) is kept as an option; on the Open
 LLM Leaderboard at 20–140 LLMs it did not beat random items.
@@ -114,6 +115,19 @@ def forward_stepwise(x: np.ndarray, y: np.ndarray, k: int) -> list[int]:
     return chosen
 
 
+def stepwise_choice(answers: np.ndarray, target: np.ndarray, k: int) -> list[int]:
+    """:func:`forward_stepwise` on answers ``(unit, item)``; an unanswered cell counts as its item's mean."""
+    answers = np.where(np.isnan(answers), np.nanmean(answers, axis=0), answers)
+    return forward_stepwise(np.nan_to_num(answers, nan=0.0), target, k)
+
+
+def selection_rule(method: str, n_known: int) -> str:
+    """The rule ``method`` applies to a benchmark with ``n_known`` LLMs of known full score."""
+    if method != "auto":
+        return method
+    return "stepwise" if n_known >= STEPWISE_MIN_LLMS else "random"
+
+
 def select_for_scores(
     posterior: xr.DataTree,
     full_scores: pd.DataFrame | Mapping[str, pd.Series],
@@ -193,7 +207,7 @@ def select_for_scores(
             continue
         target, rows = known_scores(scores, name, llms)
         size = per_benchmark if per_benchmark is not None else max(1, round(fraction * len(items)))
-        rule = method if method != "auto" else "stepwise" if len(rows) >= STEPWISE_MIN_LLMS else "random"
+        rule = selection_rule(method, len(rows))
         if rule in ("random", "stratified") and len(rows):
             usable.append(str(name))
             if rule == "random":
@@ -212,9 +226,7 @@ def select_for_scores(
             continue
         usable.append(str(name))
         answers = responses.data.sel(item=list(items)).transpose("llm", "item").values[rows]
-        answers = np.where(np.isnan(answers), np.nanmean(answers, axis=0), answers)
-        answers = np.nan_to_num(answers, nan=0.0)
-        picked = forward_stepwise(answers, target[rows], size)
+        picked = stepwise_choice(answers, target[rows], size)
         chosen += [str(items[j]) for j in picked]
         if len(picked) < size:
             short.append(
