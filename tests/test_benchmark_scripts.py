@@ -95,7 +95,7 @@ def test_asymptote_scripts_quick_runs_write_their_tables(name, tmp_path):
 
 
 @pytest.mark.slow
-def test_selection_optimism_quick_run_compares_the_three_routes(tmp_path):
+def test_selection_optimism_quick_run_compares_every_route(tmp_path):
     shared_path("open_llm_leaderboard_v1")
     benchmark = {b.name: b for b in _run_all_module().BENCHMARKS}["selection_optimism"]
     args = [a.format(out=tmp_path) for a in benchmark.quick]
