@@ -724,6 +724,8 @@ def test_a_link_that_chooses_its_stepwise_items_chooses_them_again_without_each_
             link.training["out_of_fold_rmse_naive"]
             > fixed.benchmarks[name].training["out_of_fold_rmse_naive"]
         )
+        # out-of-fold errors from other items in each fold are not kriged across folds
+        assert link.neighbours is None and link.training["neighbour_count"] == 0
     # random items read no scores: nothing is chosen again and the link is the fixed-items one
     calls.clear()
     drawn = fit_score_link(fit, scores, per_benchmark=6, method="random", n_draws=5)

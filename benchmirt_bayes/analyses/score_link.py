@@ -351,7 +351,8 @@ class BenchmarkLink:
             For items chosen on the training LLMs' scores: given each LLM's fold, the
             features every fold's regressions see, from items chosen again without that
             fold's LLMs, so the out-of-fold errors (hence the interval) count the choice.
-            Default: ``features`` in every fold.
+            Default: ``features`` in every fold. With them the ``package`` estimate gets no
+            neighbour correction.
 
         """
         design = LinkDesign.from_features(features)
@@ -371,7 +372,15 @@ class BenchmarkLink:
         index = IndexCurve.fit((x[inlier], penalty), target[inlier]) if form == "index" else None
         blend_weight = _blend_weight(out_of_fold["naive"], out_of_fold["irt"], target)
         raw_residual = target - raw_estimate
-        kernel = choose_kernel(raw_residual, neighbours, among, raw_estimate, seed=int(rng.integers(2**31)))
+        kernel_seed = int(rng.integers(2**31))
+        # with items chosen again per fold, the training LLMs' out-of-fold errors come from
+        # different items in each fold, and kriging them across folds looks better out of
+        # fold than it does for new LLMs (benchmarks/selection_optimism.py): no correction
+        kernel = (
+            None
+            if per_fold is not None
+            else choose_kernel(raw_residual, neighbours, among, raw_estimate, seed=kernel_seed)
+        )
         count = neighbours.index.shape[1] if kernel is not None else 0
         out_of_fold["package"] = raw_estimate + correction(
             raw_residual, neighbours, among, kernel, raw_estimate, raw_estimate
