@@ -777,17 +777,20 @@ class _StepwiseFolds:
     def features(self, fold_of: np.ndarray) -> list[LinkFeatures]:
         """Each fold's features of every training LLM (``fold_of``: each LLM's fold)."""
         draws = self.item_draws
-        items = np.asarray(draws.items).astype(str)
-        answers = outcome_matrix(draws, self.responses, items[self.columns])[np.ix_(self.rows, self.columns)]
         own = np.isin(self.kept_columns, self.columns)
         others, size = self.kept_columns[~own], int(own.sum())
+        # every answer a fold may keep, read once: the benchmark's items and the others' kept ones
+        items = np.asarray(draws.items).astype(str)[np.concatenate([others, self.columns])]
+        readable = outcome_matrix(draws, self.responses, items)[self.rows]
+        answers = readable[:, self.columns]
         scale = draws.layout.score_scale
         per_fold = []
         for fold in range(int(fold_of.max()) + 1):
             train = fold_of != fold
             picked = self.columns[stepwise_choice(answers[train], self.target[train], size)]
             kept = np.concatenate([others, picked])
-            outcomes = outcome_matrix(draws, self.responses, items[kept])[self.rows]
+            outcomes = np.full_like(readable, np.nan)
+            outcomes[:, kept] = readable[:, kept]
             abilities = ability_posterior(draws, outcomes, seed=self.seed)
             per_fold.append(LinkFeatures.from_posterior(abilities, self.columns, outcomes, scale, kept))
         return per_fold
